@@ -1,0 +1,237 @@
+// Google Benchmark over the registry x the sweep of LADDER.md.
+//
+//   ./build/ladder_bench --benchmark_out=results.json --benchmark_out_format=json
+//   ./build/ladder_bench --ladder_kernels=0,1,2 --ladder_n=512,1024 --ladder_d=128,64
+//
+// Each (kernel, shape) is verified once against the fp32 reference before it is timed (a failing
+// kernel is reported as an error, with no time), timed with CUDA events around one launch per
+// iteration with the L2 flushed before each, and its output checked again after timing.
+// Counters: TFLOPS (FLOPs over the median... per repetition: total FLOPs over total event time),
+// AI_tile and AI_min (FLOP/byte, docs/methodology.md), and the shape.
+//
+// Ladder flags (parsed before Google Benchmark's own):
+//   --ladder_kernels=LIST   kernel numbers (default: all)
+//   --ladder_n=LIST         sequence lengths (default 512,...,16384; B = 16 up to 4096, 8 at
+//                           8192, 4 at 16384, H = 16)
+//   --ladder_d=LIST         head dims (default 128)      --ladder_dtype=fp16,bf16 (default fp16)
+//   --ladder_causal=0,1     (default 0)
+//   --ladder_max_seconds=S  skip a (kernel, shape) whose predicted single run exceeds S seconds
+//                           (predicted from the same kernel's previous, smaller shape; 0 = off)
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "common/harness.h"
+#include "common/registry.h"
+#include "common/timing.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+struct Flags {
+  std::vector<std::string> kernels;
+  std::vector<int64_t> n = {512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<int64_t> d = {128};
+  std::vector<fl::DType> dtypes = {fl::DType::f16};
+  std::vector<bool> causal = {false};
+  double max_seconds = 0;
+};
+
+// Removes the --ladder_* flags from argv so that Google Benchmark sees only its own.
+Flags parse_flags(int* argc, char** argv) {
+  Flags f;
+  int out = 1;
+  for (int i = 1; i < *argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      const std::string prefix = std::string(name) + "=";
+      return a.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
+    };
+    if (const char* v = value("--ladder_kernels")) {
+      f.kernels = split(v);
+    } else if (const char* v = value("--ladder_n")) {
+      f.n.clear();
+      for (auto& x : split(v)) f.n.push_back(std::stoll(x));
+    } else if (const char* v = value("--ladder_d")) {
+      f.d.clear();
+      for (auto& x : split(v)) f.d.push_back(std::stoll(x));
+    } else if (const char* v = value("--ladder_dtype")) {
+      f.dtypes.clear();
+      for (auto& x : split(v)) f.dtypes.push_back(x == "bf16" ? fl::DType::bf16 : fl::DType::f16);
+    } else if (const char* v = value("--ladder_causal")) {
+      f.causal.clear();
+      for (auto& x : split(v)) f.causal.push_back(x == "1");
+    } else if (const char* v = value("--ladder_max_seconds")) {
+      f.max_seconds = std::stod(v);
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  *argc = out;
+  return f;
+}
+
+int64_t batch_for(int64_t n) { return n <= 4096 ? 16 : (n == 8192 ? 8 : 4); }
+
+// One problem (inputs + references) at a time: benchmarks are registered shape by shape, so each
+// shape's inputs and references are built once and shared by every kernel.
+struct Cache {
+  std::string key;
+  std::unique_ptr<fl::Problem> problem;
+  std::unique_ptr<fl::Reference> reference;
+  std::set<std::string> verified;            // kernel names verified on this shape
+  std::map<int, double> last_tflops;         // kernel number -> TFLOP/s at its last shape
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+fl::CublasHandle& cublas() {
+  static fl::CublasHandle h;
+  return h;
+}
+fl::L2Flusher& flusher() {
+  static fl::L2Flusher f;
+  return f;
+}
+
+void run_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemSpec spec,
+             double max_seconds) {
+  Cache& c = cache();
+  const std::string key = spec.describe();
+  if (c.key != key) {
+    c.reference.reset();
+    c.problem.reset();
+    c.problem = std::make_unique<fl::Problem>(spec);
+    c.reference = std::make_unique<fl::Reference>(*c.problem, cublas());
+    c.key = key;
+    c.verified.clear();
+  }
+  fl::Problem& problem = *c.problem;
+  const fl::AttnParams& p = problem.params();
+  const double flops = fl::attention_flops(p);
+
+  if (max_seconds > 0 && c.last_tflops.count(kernel->number) &&
+      flops / (c.last_tflops[kernel->number] * 1e12) > max_seconds) {
+    state.SkipWithError("skipped: predicted run time above --ladder_max_seconds");
+    return;
+  }
+  if (c.verified.count(kernel->name()) == 0) {
+    const fl::Verdict v = fl::verify(*kernel, problem, *c.reference);
+    if (!v.passed) {
+      state.SkipWithError(("verification failed: " + v.why).c_str());
+      return;
+    }
+    c.verified.insert(kernel->name());
+    fl::run_kernel(*kernel, p);  // warm-up
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  fl::EventTimer timer;
+  double total_s = 0;
+  int64_t runs = 0;
+  for (auto _ : state) {
+    flusher().flush();
+    timer.start();
+    fl::run_kernel(*kernel, p);
+    const double s = timer.stop_ms() * 1e-3;
+    state.SetIterationTime(s);
+    total_s += s;
+    ++runs;
+  }
+  const fl::ErrorStats after = fl::compare_output(p, p.o, c.reference->out32());
+  if (after.non_finite > 0 || after.max_abs_err > fl::pass_tolerance(c.reference->lowp_err())) {
+    state.SkipWithError("output wrong after the timed runs");
+    return;
+  }
+  const double tflops = flops * static_cast<double>(runs) / total_s / 1e12;
+  c.last_tflops[kernel->number] = tflops;
+  const fl::TileShape t = kernel->tile(p);
+  state.counters["TFLOPS"] = tflops;
+  state.counters["AI_tile"] =
+      fl::tile_intensity(t.br, t.bc, p.seqlen_k, p.head_dim, fl::element_size(p.dtype));
+  state.counters["AI_min"] = fl::problem_intensity(p);
+  state.counters["kernel"] = kernel->number;
+  state.counters["B"] = static_cast<double>(p.batch);
+  state.counters["H"] = static_cast<double>(p.heads_q);
+  state.counters["N"] = static_cast<double>(p.seqlen_q);
+  state.counters["d"] = static_cast<double>(p.head_dim);
+  state.counters["causal"] = p.causal ? 1 : 0;
+  state.SetLabel(std::string(fl::to_string(p.dtype)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags flags = parse_flags(&argc, argv);
+  std::string why;
+  if (!fl::gpu_available(&why)) {
+    std::fprintf(stderr, "ladder_bench: %s; the benchmark needs an NVIDIA GPU.\n", why.c_str());
+    return 2;
+  }
+  benchmark::AddCustomContext("gpu", fl::device_name());
+
+  std::vector<const fl::KernelInfo*> kernels;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (flags.kernels.empty() ||
+        std::find_if(flags.kernels.begin(), flags.kernels.end(), [&](const std::string& s) {
+          return fl::find_kernel(s) == k;
+        }) != flags.kernels.end()) {
+      kernels.push_back(k);
+    }
+  }
+  // Shape-major order, so that each shape's inputs and references are built once.
+  for (fl::DType dtype : flags.dtypes) {
+    for (bool causal : flags.causal) {
+      for (int64_t d : flags.d) {
+        for (int64_t n : flags.n) {
+          fl::ProblemSpec spec;
+          spec.dtype = dtype;
+          spec.causal = causal;
+          spec.head_dim = d;
+          spec.batch = batch_for(n);
+          spec.heads_q = spec.heads_kv = 16;
+          spec.seqlen_q = spec.seqlen_k = n;
+          for (const fl::KernelInfo* k : kernels) {
+            fl::AttnParams shape = fl::make_params(dtype, spec.batch, 16, n, n, d, causal);
+            // Dummy aligned pointers: supports() looks at sizes and flags only.
+            shape.q = shape.k = shape.v = shape.o = reinterpret_cast<void*>(256);
+            if (!fl::why_unsupported(*k, shape).empty()) continue;
+            std::ostringstream name;
+            name << "ladder/" << k->name() << "/" << fl::to_string(dtype) << "/d" << d
+                 << (causal ? "/causal" : "") << "/N" << n << "/B" << spec.batch;
+            benchmark::RegisterBenchmark(name.str().c_str(), run_one, k, spec, flags.max_seconds)
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->MinTime(0.2)
+                ->Repetitions(3)
+                ->ReportAggregatesOnly(true);
+          }
+        }
+      }
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

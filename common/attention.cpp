@@ -1,0 +1,149 @@
+#include "common/attention.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+
+namespace fl {
+
+Strides make_strides(Layout layout, int64_t heads, int64_t seqlen, int64_t head_dim) {
+  Strides s;
+  if (layout == Layout::BHND) {
+    s.row = head_dim;
+    s.head = seqlen * head_dim;
+    s.batch = heads * seqlen * head_dim;
+  } else {
+    s.head = head_dim;
+    s.row = heads * head_dim;
+    s.batch = seqlen * heads * head_dim;
+  }
+  return s;
+}
+
+AttnParams make_params(DType dtype, int64_t batch, int64_t heads, int64_t seqlen_q,
+                       int64_t seqlen_k, int64_t head_dim, bool causal, Layout layout) {
+  AttnParams p;
+  p.dtype = dtype;
+  p.batch = batch;
+  p.heads_q = p.heads_kv = heads;
+  p.seqlen_q = seqlen_q;
+  p.seqlen_k = seqlen_k;
+  p.head_dim = head_dim;
+  p.causal = causal;
+  p.softmax_scale = head_dim > 0 ? 1.0f / std::sqrt(static_cast<float>(head_dim)) : 1.0f;
+  p.q_stride = p.o_stride = make_strides(layout, heads, seqlen_q, head_dim);
+  p.k_stride = p.v_stride = make_strides(layout, heads, seqlen_k, head_dim);
+  return p;
+}
+
+namespace {
+
+// a * b + c, or -1 when it would not fit in int64 (all arguments >= 0).
+int64_t mul_add(int64_t a, int64_t b, int64_t c) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  if (a != 0 && b > (kMax - c) / a) return -1;
+  return a * b + c;
+}
+
+}  // namespace
+
+int64_t span_elements(const Strides& s, int64_t batch, int64_t heads, int64_t rows,
+                      int64_t head_dim) {
+  if (batch <= 0 || heads <= 0 || rows <= 0 || head_dim <= 0) return 0;
+  int64_t last = mul_add(s.batch, batch - 1, 0);
+  if (last < 0) return -1;
+  last = mul_add(s.head, heads - 1, last);
+  if (last < 0) return -1;
+  last = mul_add(s.row, rows - 1, last);
+  if (last < 0) return -1;
+  return mul_add(1, head_dim, last);
+}
+
+std::string check_common(const AttnParams& p) {
+  std::ostringstream why;
+  if (p.batch < 1 || p.heads_q < 1 || p.heads_kv < 1 || p.seqlen_q < 1 || p.seqlen_k < 1 ||
+      p.head_dim < 1) {
+    why << "every size must be >= 1 (B=" << p.batch << ", H_q=" << p.heads_q
+        << ", H_kv=" << p.heads_kv << ", Nq=" << p.seqlen_q << ", Nk=" << p.seqlen_k
+        << ", d=" << p.head_dim << ")";
+    return why.str();
+  }
+  if (p.heads_q % p.heads_kv != 0) {
+    why << "H_q (" << p.heads_q << ") must be a multiple of H_kv (" << p.heads_kv << ")";
+    return why.str();
+  }
+  if (!(p.softmax_scale > 0.f) || !std::isfinite(p.softmax_scale)) {
+    why << "softmax_scale must be finite and > 0 (got " << p.softmax_scale << ")";
+    return why.str();
+  }
+  const struct {
+    const char* name;
+    const void* ptr;
+    const Strides* s;
+    int64_t heads, rows;
+  } tensors[] = {{"Q", p.q, &p.q_stride, p.heads_q, p.seqlen_q},
+                 {"K", p.k, &p.k_stride, p.heads_kv, p.seqlen_k},
+                 {"V", p.v, &p.v_stride, p.heads_kv, p.seqlen_k},
+                 {"O", p.o, &p.o_stride, p.heads_q, p.seqlen_q}};
+  for (const auto& t : tensors) {
+    if (t.ptr == nullptr) {
+      why << t.name << " is a null pointer";
+      return why.str();
+    }
+    if (reinterpret_cast<uintptr_t>(t.ptr) % 16 != 0) {
+      why << t.name << " must be 16-byte aligned (address " << t.ptr << ")";
+      return why.str();
+    }
+    const Strides& s = *t.s;
+    if (s.batch < 0 || s.head < 0 || s.row < 0) {
+      why << t.name << " strides must be >= 0";
+      return why.str();
+    }
+    if (t.rows > 1 && s.row < p.head_dim) {
+      why << t.name << " row stride (" << s.row << ") must be >= d (" << p.head_dim
+          << "): the head dimension must be contiguous and rows must not overlap";
+      return why.str();
+    }
+    if (s.row % 8 != 0 || s.head % 8 != 0 || s.batch % 8 != 0) {
+      why << t.name << " strides must be multiples of 8 elements (16 bytes), got batch="
+          << s.batch << " head=" << s.head << " row=" << s.row;
+      return why.str();
+    }
+    if (span_elements(s, p.batch, t.heads, t.rows, p.head_dim) < 0) {
+      why << t.name << " offsets overflow int64";
+      return why.str();
+    }
+  }
+  if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0) {
+    return "LSE must be 4-byte aligned";
+  }
+  return "";
+}
+
+double attention_flops(const AttnParams& p) {
+  const double f = 4.0 * static_cast<double>(p.batch) * static_cast<double>(p.heads_q) *
+                   static_cast<double>(p.seqlen_q) * static_cast<double>(p.seqlen_k) *
+                   static_cast<double>(p.head_dim);
+  return p.causal ? f / 2.0 : f;
+}
+
+double minimum_bytes(const AttnParams& p) {
+  const double e = static_cast<double>(element_size(p.dtype));
+  const double qo = 2.0 * p.batch * p.heads_q * p.seqlen_q * p.head_dim;
+  const double kv = 2.0 * p.batch * p.heads_kv * p.seqlen_k * p.head_dim;
+  return (qo + kv) * e;
+}
+
+double problem_intensity(const AttnParams& p) { return attention_flops(p) / minimum_bytes(p); }
+
+double tile_intensity(int64_t br, int64_t bc, int64_t seqlen, int64_t head_dim,
+                      int64_t elem_bytes) {
+  const double Br = static_cast<double>(br), Bc = static_cast<double>(bc);
+  const double N = static_cast<double>(seqlen), d = static_cast<double>(head_dim);
+  const double flops = (4.0 * Br * Bc * d + Br * (4.0 * Bc + d + 4.0)) * N / Bc;
+  const double bytes = 2.0 * d * (Br + N) * static_cast<double>(elem_bytes);
+  return flops / bytes;
+}
+
+}  // namespace fl

@@ -1,0 +1,80 @@
+// The attention problem every kernel of the ladder solves, and the arithmetic the harness does
+// about it (FLOPs, arithmetic intensity, validation of the arguments). Host code only.
+//
+//   O[b, h, i, :] = softmax_j( scale * Q[b, h, i, :] . K[b, h / G, j, :] ) . V[b, h / G, j, :]
+//
+// with G = H_q / H_kv (grouped-query attention; G = 1 is plain multi-head attention) and, when
+// causal, key j visible to query i only if j <= i + (Nk - Nq) (bottom-right aligned, as
+// FlashAttention-2 defines it). Rows that see no key get O = 0 and LSE = -inf.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace fl {
+
+enum class DType { f16, bf16 };
+
+inline const char* to_string(DType t) { return t == DType::f16 ? "fp16" : "bf16"; }
+inline int64_t element_size(DType) { return 2; }
+
+// Strides in elements. The head dimension is always contiguous (stride 1).
+struct Strides {
+  int64_t batch = 0, head = 0, row = 0;
+};
+
+struct AttnParams {
+  DType dtype = DType::f16;
+  int64_t batch = 1;     // B
+  int64_t heads_q = 1;   // H_q
+  int64_t heads_kv = 1;  // H_kv (H_q must be a multiple of it)
+  int64_t seqlen_q = 1;  // Nq
+  int64_t seqlen_k = 1;  // Nk
+  int64_t head_dim = 128;
+  bool causal = false;
+  float softmax_scale = 0.f;  // usually 1/sqrt(d)
+
+  const void* q = nullptr;  // [B, H_q, Nq, d] by default (see strides)
+  const void* k = nullptr;  // [B, H_kv, Nk, d]
+  const void* v = nullptr;  // [B, H_kv, Nk, d]
+  void* o = nullptr;        // [B, H_q, Nq, d]
+  float* lse = nullptr;     // optional [B, H_q, Nq], natural-log log-sum-exp of the scaled scores
+
+  Strides q_stride, k_stride, v_stride, o_stride;
+};
+
+// Fills the strides for the [B, H, N, d] layout ("BHND") or the [B, N, H, d] layout ("BNHD").
+enum class Layout { BHND, BNHD };
+Strides make_strides(Layout layout, int64_t heads, int64_t seqlen, int64_t head_dim);
+
+// A contiguous [B, H, N, d] problem with scale 1/sqrt(d); pointers left null.
+AttnParams make_params(DType dtype, int64_t batch, int64_t heads, int64_t seqlen_q,
+                       int64_t seqlen_k, int64_t head_dim, bool causal = false,
+                       Layout layout = Layout::BHND);
+
+// Number of elements a tensor with these sizes and strides spans (largest offset + 1).
+int64_t span_elements(const Strides& s, int64_t batch, int64_t heads, int64_t rows,
+                      int64_t head_dim);
+
+// The rules every kernel shares: sizes >= 1, H_q a multiple of H_kv, pointers non-null and
+// 16-byte aligned, row strides multiples of 8 elements (16 bytes) and >= d, offsets that fit in
+// int64. Returns "" when the parameters are well formed, else the broken rule.
+std::string check_common(const AttnParams& p);
+
+// Attention FLOPs: 4 * B * H_q * Nq * Nk * d (two GEMMs of 2 FLOPs per multiply-add),
+// halved when causal (the convention of FlashAttention-2's benchmarks).
+double attention_flops(const AttnParams& p);
+
+// The bytes the whole problem must move at least: read Q, K, V once, write O once.
+double minimum_bytes(const AttnParams& p);
+
+// Arithmetic intensity of the whole problem (FLOP / minimum byte).
+double problem_intensity(const AttnParams& p);
+
+// Tile model of one thread block (LADDER.md): one Br-row Q tile against all N/Bc KV tiles.
+//   FLOPs = (4 * Br * Bc * d + Br * (4 * Bc + d + 4)) * N / Bc
+//   bytes = 2 * d * (Br + N) * sizeof(elem)      (Q tile read once, K and V streamed once)
+double tile_intensity(int64_t br, int64_t bc, int64_t seqlen, int64_t head_dim,
+                      int64_t elem_bytes);
+
+}  // namespace fl

@@ -1,0 +1,52 @@
+// XOR swizzle of shared-memory tiles whose rows are kHeadDim 16-bit elements (rung 06 onwards).
+//
+// The problem. Shared memory has 32 banks of 4 bytes; a 16-byte access covers 4 consecutive banks,
+// so a 128-byte line holds 8 "bank groups" of 16 bytes. ldmatrix reads each 8x8 matrix as 8 rows
+// of 16 bytes, one row address per lane, in one phase. In a plain row-major tile with 128-byte
+// rows (d = 64) or 256-byte rows (d = 128), the same column of 8 consecutive rows is the same
+// 16-byte chunk of 8 different lines, so all 8 land in the same 4 banks: an 8-way conflict, and
+// the phase is replayed 8 times.
+//
+// The fix. Store logical 16-byte chunk c of row r at physical chunk c ^ (r % 8). The XOR only
+// touches the low 3 bits of the chunk index, so it permutes chunks inside each group of 8 and works
+// for 8 (d = 64) or 16 (d = 128) chunks per row. The 8 elements inside a chunk keep their order,
+// so a 16-byte access (cp.async, ldmatrix row, 128-bit store) stays one contiguous 16 bytes.
+//
+// Bank group (= (byte offset / 16) % 8, i.e. banks 4g..4g+3) that holds logical chunk 0 of rows
+// 0..7, which is what one ldmatrix phase reads:
+//
+//     row:                     0  1  2  3  4  5  6  7
+//     row-major (unswizzled):  0  0  0  0  0  0  0  0    8 accesses, 1 group  -> 8-way conflict
+//     swizzled:                0  1  2  3  4  5  6  7    8 accesses, 8 groups -> conflict-free
+//
+// and for logical chunk c, the swizzled groups are c^0, c^1, ..., c^7: again all 8 distinct.
+//
+// Invariants (checked on the host by tests/test_ptx.cu):
+//   1. on each row, chunk() is a bijection of the chunk indices 0..n-1 (n = 8 or 16): no two
+//      logical chunks share a physical slot, nothing is lost;
+//   2. any 8 consecutive rows reading the same logical chunk hit 8 distinct 16-byte bank groups;
+//   3. a warp writing whole rows with 16-byte stores (2 rows of 16 chunks, or 4 rows of 8) still
+//      covers 8 distinct groups per phase of 8 lanes, since a row is a permutation of its chunks.
+#pragma once
+
+namespace fl::swizzle {
+
+constexpr int kChunkElems = 8;   // 16-bit elements per 16-byte chunk
+constexpr int kChunkBytes = 16;  // one cp.async / ldmatrix row / 128-bit access
+
+// Physical chunk that holds logical 16-byte chunk `chunk` of row `row`.
+__host__ __device__ constexpr int chunk(int row, int chunk) { return chunk ^ (row % 8); }
+
+// Element offset of logical (row, col) in a swizzled tile with `row_elems` elements per row
+// (row_elems a multiple of 64, i.e. of 8 chunks). `col` may be any column: its 16-byte chunk is
+// permuted, its place inside the chunk is kept.
+__host__ __device__ constexpr int offset(int row, int col, int row_elems) {
+  return row * row_elems + chunk(row, col / kChunkElems) * kChunkElems + col % kChunkElems;
+}
+
+// The same offset in bytes, for shared-state-space addresses (smem_addr(tile) + byte_offset).
+__host__ __device__ constexpr int byte_offset(int row, int col, int row_elems) {
+  return 2 * offset(row, col, row_elems);
+}
+
+}  // namespace fl::swizzle

@@ -1,0 +1,190 @@
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "common/cuda_check.h"
+#include "common/device_buffer.h"
+#include "common/reference.h"
+
+namespace fl {
+
+CublasHandle::CublasHandle() {
+  FL_CUBLAS_CHECK(cublasCreate(&handle_));
+  // Plain fp32 arithmetic: no TF32 tensor-core shortcut in the reference.
+  FL_CUBLAS_CHECK(cublasSetMathMode(handle_, CUBLAS_PEDANTIC_MATH));
+}
+CublasHandle::~CublasHandle() { cublasDestroy(handle_); }
+
+namespace {
+
+__device__ float load_as_float(const void* base, DType dtype, int64_t offset) {
+  if (dtype == DType::f16) return __half2float(static_cast<const __half*>(base)[offset]);
+  return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[offset]);
+}
+
+__device__ float round_to(DType dtype, float x) {
+  if (dtype == DType::f16) return __half2float(__float2half_rn(x));
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+
+// dst[c, n, :] (contiguous fp32) = src[b, h, n, :] for the chunk of (b, h_q) pairs
+// [first, first + count); for K and V, h is the KV head of query head h_q (GQA).
+__global__ void gather_fp32(float* dst, const void* src, DType dtype, Strides s, int64_t first,
+                            int64_t heads_q, int64_t group, int64_t rows, int64_t head_dim,
+                            int64_t total) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t col = i % head_dim;
+    const int64_t row = (i / head_dim) % rows;
+    const int64_t pair = first + i / (head_dim * rows);
+    const int64_t b = pair / heads_q, h = (pair % heads_q) / group;
+    dst[i] = load_as_float(src, dtype, b * s.batch + h * s.head + row * s.row + col);
+  }
+}
+
+// One block per score row: causal mask, max, exp, sum; P written in place (rounded to the input
+// dtype for the low-precision reference), LSE = max + log(sum).
+__global__ void softmax_rows(float* s, float* lse, int64_t first_row, int64_t rows_q,
+                             int64_t cols, bool causal, int64_t causal_offset, bool round_p,
+                             DType dtype) {
+  const int64_t r = blockIdx.x;
+  float* row = s + r * cols;
+  const int64_t i = r % rows_q;  // query index inside its head
+  // Keys j <= i + (Nk - Nq) are visible (bottom-right aligned causal mask).
+  int64_t visible = cols;
+  if (causal) {
+    const int64_t last = i + causal_offset;  // last visible key
+    visible = last < 0 ? 0 : (last + 1 < cols ? last + 1 : cols);
+  }
+  __shared__ float red[32];
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) m = fmaxf(m, row[j]);
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
+  __syncthreads();
+  m = -INFINITY;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) m = fmaxf(m, red[w]);
+  __syncthreads();
+  float sum = 0.f;
+  for (int64_t j = threadIdx.x; j < visible; j += blockDim.x) sum += expf(row[j] - m);
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = sum;
+  __syncthreads();
+  sum = 0.f;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) sum += red[w];
+  const float inv = visible > 0 ? 1.0f / sum : 0.f;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    float p = j < visible ? expf(row[j] - m) * inv : 0.f;
+    row[j] = round_p ? round_to(dtype, p) : p;
+  }
+  if (threadIdx.x == 0 && lse != nullptr) {
+    lse[first_row + r] = visible > 0 ? m + logf(sum) : -INFINITY;
+  }
+}
+
+__global__ void round_in_place(float* x, int64_t n, DType dtype) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    x[i] = round_to(dtype, x[i]);
+  }
+}
+
+int grid_for(int64_t n) {
+  return static_cast<int>(std::min<int64_t>(65536, std::max<int64_t>(1, (n + 255) / 256)));
+}
+
+}  // namespace
+
+void reference_attention(const AttnParams& p, RefPrecision precision, float* o_ref,
+                         float* lse_ref, cublasHandle_t handle, cudaStream_t stream) {
+  const int64_t pairs = p.batch * p.heads_q, group = p.heads_q / p.heads_kv;
+  const int64_t nq = p.seqlen_q, nk = p.seqlen_k, d = p.head_dim;
+  // Heads per chunk: keep the fp32 score block under about 1 GiB.
+  const int64_t per_pair = nq * nk * static_cast<int64_t>(sizeof(float));
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(pairs, (int64_t{1} << 30) / per_pair));
+  DeviceBuffer q32(chunk * nq * d * sizeof(float)), k32(chunk * nk * d * sizeof(float)),
+      v32(chunk * nk * d * sizeof(float)), s32(chunk * per_pair);
+  FL_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  const bool lowp = precision == RefPrecision::kLowp;
+  for (int64_t first = 0; first < pairs; first += chunk) {
+    const int64_t count = std::min(chunk, pairs - first);
+    const int64_t nq_el = count * nq * d, nk_el = count * nk * d;
+    gather_fp32<<<grid_for(nq_el), 256, 0, stream>>>(q32.as<float>(), p.q, p.dtype, p.q_stride,
+                                                     first, p.heads_q, 1, nq, d, nq_el);
+    FL_CHECK_LAUNCH();
+    gather_fp32<<<grid_for(nk_el), 256, 0, stream>>>(k32.as<float>(), p.k, p.dtype, p.k_stride,
+                                                     first, p.heads_q, group, nk, d, nk_el);
+    FL_CHECK_LAUNCH();
+    gather_fp32<<<grid_for(nk_el), 256, 0, stream>>>(v32.as<float>(), p.v, p.dtype, p.v_stride,
+                                                     first, p.heads_q, group, nk, d, nk_el);
+    FL_CHECK_LAUNCH();
+    // S (row-major Nq x Nk) = scale * Q K^T, i.e. column-major S^T (Nk x Nq) = K Q^T.
+    const float alpha = p.softmax_scale, beta = 0.f, one = 1.f;
+    FL_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(nk), static_cast<int>(nq),
+        static_cast<int>(d), &alpha, k32.as<float>(), static_cast<int>(d), nk * d,
+        q32.as<float>(), static_cast<int>(d), nq * d, &beta, s32.as<float>(),
+        static_cast<int>(nk), nq * nk, static_cast<int>(count)));
+    softmax_rows<<<static_cast<unsigned>(count * nq), 256, 0, stream>>>(
+        s32.as<float>(), lse_ref, first * nq, nq, nk, p.causal, nk - nq, lowp, p.dtype);
+    FL_CHECK_LAUNCH();
+    // O (row-major Nq x d) = P V, i.e. column-major O^T (d x Nq) = V^T P^T.
+    float* o_chunk = o_ref + first * nq * d;
+    FL_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        handle, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(d), static_cast<int>(nq),
+        static_cast<int>(nk), &one, v32.as<float>(), static_cast<int>(d), nk * d,
+        s32.as<float>(), static_cast<int>(nk), nq * nk, &beta, o_chunk, static_cast<int>(d),
+        nq * d, static_cast<int>(count)));
+    if (lowp) {
+      round_in_place<<<grid_for(nq_el), 256, 0, stream>>>(o_chunk, nq_el, p.dtype);
+      FL_CHECK_LAUNCH();
+    }
+  }
+  FL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void cpu_reference(const AttnParams& p, const std::vector<float>& q, const std::vector<float>& k,
+                   const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse) {
+  const int64_t nq = p.seqlen_q, nk = p.seqlen_k, d = p.head_dim;
+  const int64_t group = p.heads_q / p.heads_kv;
+  o.assign(p.batch * p.heads_q * nq * d, 0.0);
+  lse.assign(p.batch * p.heads_q * nq, -std::numeric_limits<double>::infinity());
+  std::vector<double> s(nk);
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t i = 0; i < nq; ++i) {
+        const int64_t visible = p.causal ? std::min(nk, std::max<int64_t>(0, i + nk - nq + 1)) : nk;
+        const int64_t out = ((b * p.heads_q + h) * nq + i);
+        if (visible == 0) continue;  // O = 0, LSE = -inf
+        double m = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < visible; ++j) {
+          double acc = 0.0;
+          for (int64_t c = 0; c < d; ++c) {
+            acc += static_cast<double>(q[b * p.q_stride.batch + h * p.q_stride.head + i * p.q_stride.row + c]) *
+                   static_cast<double>(k[b * p.k_stride.batch + hk * p.k_stride.head + j * p.k_stride.row + c]);
+          }
+          s[j] = acc * static_cast<double>(p.softmax_scale);
+          m = std::max(m, s[j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < visible; ++j) {
+          s[j] = std::exp(s[j] - m);
+          sum += s[j];
+        }
+        for (int64_t j = 0; j < visible; ++j) {
+          const double w = s[j] / sum;
+          for (int64_t c = 0; c < d; ++c) {
+            o[out * d + c] += w * static_cast<double>(v[b * p.v_stride.batch + hk * p.v_stride.head + j * p.v_stride.row + c]);
+          }
+        }
+        lse[out] = m + std::log(sum);
+      }
+    }
+  }
+}
+
+}  // namespace fl

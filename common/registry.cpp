@@ -1,0 +1,50 @@
+#include "common/registry.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "common/cuda_check.h"
+
+namespace fl {
+
+std::string KernelInfo::name() const {
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "%02d_%s", number, slug);
+  return buf;
+}
+
+const KernelInfo* find_kernel(const std::string& key) {
+  for (const KernelInfo* k : all_kernels()) {
+    if (key == k->name() || key == k->slug) return k;
+    char* end = nullptr;
+    const long n = std::strtol(key.c_str(), &end, 10);
+    if (!key.empty() && end != nullptr && *end == '\0' && n == k->number) return k;
+  }
+  return nullptr;
+}
+
+std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
+  std::string why = check_common(p);
+  if (why.empty()) why = kernel.supports(p);
+  if (why.empty()) {
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
+        major * 10 + minor < kernel.min_sm) {
+      why = "needs compute capability >= " + std::to_string(kernel.min_sm / 10) + "." +
+            std::to_string(kernel.min_sm % 10) + " (device has " + std::to_string(major) + "." +
+            std::to_string(minor) + ")";
+    }
+  }
+  return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
+}
+
+void run_kernel(const KernelInfo& kernel, const AttnParams& p, cudaStream_t stream) {
+  const std::string why = why_unsupported(kernel, p);
+  if (!why.empty()) throw UnsupportedError(why);
+  kernel.launch(p, stream);
+  FL_CHECK_LAUNCH();
+}
+
+}  // namespace fl

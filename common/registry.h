@@ -1,0 +1,54 @@
+// The registry of kernels. Each folder kernels/NN_slug/ defines `const KernelInfo& kernel_NN()`;
+// the build generates the list (cmake/kernel_list.cpp.in), so a new folder is a new kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/attention.h"
+
+namespace fl {
+
+// Bad arguments for a kernel: the message names the kernel and the rule it broke.
+struct UnsupportedError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+struct TileShape {
+  int br = 1;  // query rows per thread block (Br)
+  int bc = 1;  // keys per KV tile (Bc)
+};
+
+struct KernelInfo {
+  int number = 0;           // place in the ladder, 0 = cuBLAS baseline
+  const char* slug = "";    // folder name without the number, e.g. "naive"
+  const char* title = "";   // one line: the idea this rung adds
+  const char* doc = "";     // page, e.g. "docs/kernels/01_naive.md"
+  int min_sm = 80;          // minimum compute capability * 10
+  // Block shape for the tile-model intensity.
+  TileShape (*tile)(const AttnParams&) = nullptr;
+  // "" when the kernel supports these parameters (beyond check_common), else the broken rule.
+  std::string (*supports)(const AttnParams&) = nullptr;
+  // Enqueues the kernel on `stream`. Called only after check_common and supports passed.
+  void (*launch)(const AttnParams&, cudaStream_t) = nullptr;
+
+  std::string name() const;  // "01_naive"
+};
+
+// Every kernel the build compiled, sorted by number.
+const std::vector<const KernelInfo*>& all_kernels();
+
+// The kernel with this number or name ("8", "08", "08_double_buffer"); nullptr when absent.
+const KernelInfo* find_kernel(const std::string& key);
+
+// "" when `kernel` can run `p` on the current device, else why not (names the kernel and rule).
+std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
+
+// Checks the arguments (throws UnsupportedError naming the kernel and the rule), then launches
+// and checks the launch (throws CudaError).
+void run_kernel(const KernelInfo& kernel, const AttnParams& p, cudaStream_t stream = nullptr);
+
+}  // namespace fl

@@ -1,0 +1,135 @@
+// Every registered kernel on every shape it claims (GPU; skipped without one). The list of
+// kernels comes from the registry, so a new rung is tested without touching this file.
+//
+// Each case goes through fl::verify: the FlashAttention-2 pass rule against the fp32 cuBLAS
+// reference, every output finite (poison overwritten), output not all zero, LSE within
+// tolerance when asked for, two runs bitwise equal.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/harness.h"
+#include "common/random.h"
+#include "common/registry.h"
+#include "gpu_test_util.h"
+
+namespace {
+
+struct Case {
+  std::string name;
+  fl::ProblemSpec spec;
+};
+
+fl::ProblemSpec base(fl::DType t, int64_t b, int64_t h, int64_t n, int64_t d) {
+  fl::ProblemSpec s;
+  s.dtype = t;
+  s.batch = b;
+  s.heads_q = s.heads_kv = h;
+  s.seqlen_q = s.seqlen_k = n;
+  s.head_dim = d;
+  s.seed = 1234 + n + d;
+  return s;
+}
+
+// The shapes a kernel may claim. A kernel is run on each one its supports() accepts.
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    const std::string ty = fl::to_string(t);
+    out.push_back({ty + "_d128_n256_b2h4", base(t, 2, 4, 256, 128)});
+    out.push_back({ty + "_d128_n1024_b1h2", base(t, 1, 2, 1024, 128)});
+    out.push_back({ty + "_d64_n512_b2h2", base(t, 2, 2, 512, 64)});
+    fl::ProblemSpec big = base(t, 1, 2, 512, 128);
+    big.input_std = t == fl::DType::f16 ? 8.0f : 20.0f;  // large scores: a sharp softmax
+    out.push_back({ty + "_large_magnitude", big});
+    fl::ProblemSpec gqa = base(t, 2, 8, 256, 128);
+    gqa.heads_kv = 2;
+    out.push_back({ty + "_gqa_8_2", gqa});
+    fl::ProblemSpec bnhd = base(t, 2, 4, 256, 128);
+    bnhd.layout = fl::Layout::BNHD;
+    out.push_back({ty + "_bnhd", bnhd});
+    fl::ProblemSpec lse = base(t, 1, 4, 512, 128);
+    lse.with_lse = true;
+    lse.scale = 0.05f;
+    out.push_back({ty + "_lse_scale", lse});
+    fl::ProblemSpec cross = base(t, 1, 2, 128, 128);
+    cross.seqlen_k = 384;
+    out.push_back({ty + "_nq128_nk384", cross});
+    // Awkward lengths (FlashAttention-2's test set), for kernels that claim any length.
+    for (int64_t n : {1, 17, 113, 1023}) {
+      out.push_back({ty + "_n" + std::to_string(n), base(t, 1, 2, n, 128)});
+    }
+    fl::ProblemSpec ragged = base(t, 1, 2, 113, 64);
+    ragged.seqlen_k = 203;
+    ragged.with_lse = true;
+    out.push_back({ty + "_nq113_nk203", ragged});
+    // Causal, bottom-right aligned; Nq > Nk leaves rows that see no key (O = 0, LSE = -inf).
+    fl::ProblemSpec causal = base(t, 1, 2, 256, 128);
+    causal.causal = true;
+    out.push_back({ty + "_causal_n256", causal});
+    fl::ProblemSpec causal_wide = base(t, 1, 2, 113, 128);
+    causal_wide.seqlen_k = 1023;
+    causal_wide.causal = true;
+    causal_wide.with_lse = true;
+    out.push_back({ty + "_causal_nq113_nk1023", causal_wide});
+    fl::ProblemSpec causal_tall = base(t, 1, 2, 200, 64);
+    causal_tall.seqlen_k = 64;
+    causal_tall.causal = true;
+    causal_tall.with_lse = true;
+    out.push_back({ty + "_causal_nq200_nk64", causal_tall});
+  }
+  return out;
+}
+
+class KernelTest : public ::testing::TestWithParam<const fl::KernelInfo*> {};
+
+TEST_P(KernelTest, PassesEveryClaimedShape) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo& k = *GetParam();
+  fl::CublasHandle cublas;
+  std::map<std::string, int> claimed;  // per dtype
+  for (const Case& c : cases()) {
+    fl::Problem problem(c.spec);
+    if (!fl::why_unsupported(k, problem.params()).empty()) {
+      // Refused shapes must be refused at launch too, and leave O untouched (still poison).
+      EXPECT_THROW(fl::run_kernel(k, problem.params()), fl::UnsupportedError) << c.name;
+      fl::fill_bits16(problem.o2.get(), 0xFFFF, problem.o2.bytes() / 2);
+      EXPECT_EQ(fl::count_bitwise_differences(problem.params(), problem.params().o,
+                                              problem.o2.get()),
+                0)
+          << k.name() << " wrote to O on a refused shape (" << c.name << ")";
+      continue;
+    }
+    ++claimed[fl::to_string(c.spec.dtype)];
+    fl::Reference ref(problem, cublas);
+    const fl::Verdict v = fl::verify(k, problem, ref);
+    EXPECT_TRUE(v.passed) << k.name() << " on " << c.name << " (" << c.spec.describe()
+                          << "): " << v.why << " [max err " << v.out.max_abs_err
+                          << ", tolerance " << v.tolerance << "]";
+  }
+  // Every rung claims a real set of shapes in both dtypes, so this test can fail.
+  EXPECT_GE(claimed["fp16"], 6) << k.name();
+  EXPECT_GE(claimed["bf16"], 6) << k.name();
+}
+
+TEST_P(KernelTest, DetectsAWrongAnswer) {
+  // The harness itself: feed verify a reference of a different problem; it must fail.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo& k = *GetParam();
+  fl::CublasHandle cublas;
+  fl::ProblemSpec s = base(fl::DType::f16, 1, 2, 256, 128);
+  fl::Problem problem(s);
+  s.seed += 1;
+  fl::Problem other(s);
+  fl::Reference wrong(other, cublas);
+  EXPECT_FALSE(fl::verify(k, problem, wrong).passed) << k.name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Ladder, KernelTest, ::testing::ValuesIn(fl::all_kernels()),
+                         [](const ::testing::TestParamInfo<const fl::KernelInfo*>& info) {
+                           return "k" + info.param->name();
+                         });
+
+}  // namespace

@@ -1,0 +1,130 @@
+// The cuBLAS fp32 reference against a float64 CPU reference on small shapes (GPU; skipped
+// without one). Everything else is judged against the cuBLAS reference, so it is judged here.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <cuda_fp16.h>
+
+#include "common/cuda_check.h"
+#include "common/harness.h"
+#include "common/reference.h"
+#include "gpu_test_util.h"
+
+namespace {
+
+// Host fp32 copies of the problem's inputs in their own strided layout.
+std::vector<float> host_tensor(const fl::Problem& pr, const fl::DeviceBuffer& buf) {
+  const size_t n = buf.bytes() / 2;
+  std::vector<uint16_t> raw(n);
+  FL_CUDA_CHECK(cudaMemcpy(raw.data(), buf.get(), buf.bytes(), cudaMemcpyDeviceToHost));
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    if (pr.params().dtype == fl::DType::bf16) {
+      bits = static_cast<uint32_t>(raw[i]) << 16;
+      std::memcpy(&out[i], &bits, 4);
+    } else {
+      __half h;
+      std::memcpy(&h, &raw[i], 2);
+      out[i] = __half2float(h);
+    }
+  }
+  return out;
+}
+
+struct Case {
+  const char* name;
+  fl::ProblemSpec spec;
+};
+
+std::vector<Case> cases() {
+  auto spec = [](fl::DType t, int64_t b, int64_t hq, int64_t hkv, int64_t nq, int64_t nk,
+                 int64_t d, bool causal, fl::Layout layout) {
+    fl::ProblemSpec s;
+    s.dtype = t;
+    s.batch = b;
+    s.heads_q = hq;
+    s.heads_kv = hkv;
+    s.seqlen_q = nq;
+    s.seqlen_k = nk;
+    s.head_dim = d;
+    s.causal = causal;
+    s.layout = layout;
+    s.with_lse = true;
+    s.seed = 7;
+    return s;
+  };
+  using fl::DType;
+  using fl::Layout;
+  return {{"fp16_plain", spec(DType::f16, 2, 2, 2, 64, 64, 64, false, Layout::BHND)},
+          {"bf16_plain", spec(DType::bf16, 1, 3, 3, 48, 80, 128, false, Layout::BHND)},
+          {"fp16_causal_nq_lt_nk", spec(DType::f16, 1, 2, 2, 17, 113, 64, true, Layout::BHND)},
+          {"fp16_causal_nq_gt_nk", spec(DType::f16, 1, 2, 2, 40, 24, 64, true, Layout::BHND)},
+          {"fp16_gqa_bnhd", spec(DType::f16, 2, 4, 2, 33, 65, 128, false, Layout::BNHD)},
+          {"bf16_d256_len1", spec(DType::bf16, 1, 1, 1, 1, 1, 256, false, Layout::BHND)}};
+}
+
+TEST(Reference, CublasMatchesFloat64) {
+  FL_REQUIRE_GPU();
+  fl::CublasHandle cublas;
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    fl::Problem pr(c.spec);
+    const fl::AttnParams& p = pr.params();
+    const int64_t n = p.batch * p.heads_q * p.seqlen_q * p.head_dim;
+    const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
+    fl::DeviceBuffer o32(n * 4), lse32(rows * 4);
+    fl::reference_attention(p, fl::RefPrecision::kFp32, o32.as<float>(), lse32.as<float>(),
+                            cublas.get());
+    std::vector<float> o(n), lse(rows);
+    FL_CUDA_CHECK(cudaMemcpy(o.data(), o32.get(), n * 4, cudaMemcpyDeviceToHost));
+    FL_CUDA_CHECK(cudaMemcpy(lse.data(), lse32.get(), rows * 4, cudaMemcpyDeviceToHost));
+
+    std::vector<double> o_ref, lse_ref;
+    fl::cpu_reference(p, host_tensor(pr, pr.q), host_tensor(pr, pr.k), host_tensor(pr, pr.v),
+                      o_ref, lse_ref);
+    double max_err = 0, max_ref = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      max_err = std::max(max_err, std::abs(o[i] - o_ref[i]));
+      max_ref = std::max(max_ref, std::abs(o_ref[i]));
+    }
+    EXPECT_GT(max_ref, 0.01);  // the data is not trivially zero
+    EXPECT_LT(max_err, 2e-5) << "fp32 cuBLAS reference vs float64";
+    int masked = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      if (std::isinf(lse_ref[r])) {
+        ++masked;
+        EXPECT_TRUE(std::isinf(lse[r]) && lse[r] < 0) << "row " << r;
+      } else {
+        EXPECT_NEAR(lse[r], lse_ref[r], 1e-4 * std::max(1.0, std::abs(lse_ref[r]))) << "row " << r;
+      }
+    }
+    if (std::string(c.name) == "fp16_causal_nq_gt_nk") {
+      EXPECT_EQ(masked, 2 * (40 - 24)) << "rows that see no key";
+    }
+  }
+}
+
+TEST(Reference, LowPrecisionDiffersButClosely) {
+  FL_REQUIRE_GPU();
+  fl::CublasHandle cublas;
+  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    fl::ProblemSpec s;
+    s.dtype = t;
+    s.batch = 1;
+    s.heads_q = s.heads_kv = 2;
+    s.seqlen_q = s.seqlen_k = 256;
+    s.head_dim = 128;
+    fl::Problem pr(s);
+    fl::Reference ref(pr, cublas);
+    // Rounding P and O to 16 bits must show (else the pass rule degenerates to the floor)...
+    EXPECT_GT(ref.lowp_err(), 0.0);
+    // ...and stay at the level of one rounding of O (|O| < ~1 here).
+    EXPECT_LT(ref.lowp_err(), t == fl::DType::f16 ? 5e-3 : 4e-2);
+  }
+}
+
+}  // namespace

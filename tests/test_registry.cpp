@@ -1,0 +1,111 @@
+// The registry: one entry per kernel folder, each with its page; unsupported shapes are refused
+// with a message that names the kernel and the rule (no GPU needed: refusal comes before launch).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "common/registry.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fl::AttnParams shape(int64_t n, int64_t d, bool causal = false) {
+  fl::AttnParams p = fl::make_params(fl::DType::f16, 1, 2, n, n, d, causal);
+  p.q = reinterpret_cast<void*>(0x1000);
+  p.k = reinterpret_cast<void*>(0x2000);
+  p.v = reinterpret_cast<void*>(0x3000);
+  p.o = reinterpret_cast<void*>(0x4000);
+  return p;
+}
+
+TEST(Registry, OneEntryPerKernelFolder) {
+  std::set<std::string> folders;
+  for (const auto& e : fs::directory_iterator(fs::path(FL_SOURCE_DIR) / "kernels")) {
+    if (e.is_directory()) folders.insert(e.path().filename().string());
+  }
+  std::set<std::string> registered;
+  int previous = -1;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    EXPECT_GT(k->number, previous) << "kernels must be sorted and numbered uniquely";
+    previous = k->number;
+    registered.insert(k->name());
+    EXPECT_TRUE(folders.count(k->name())) << k->name() << " is not a folder under kernels/";
+  }
+  ASSERT_TRUE(registered.count("00_cublas"));
+  ASSERT_TRUE(registered.count("01_naive"));
+  ASSERT_TRUE(registered.count("02_smem_tiling"));
+}
+
+TEST(Registry, EveryKernelHasItsPage) {
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    const fs::path page = fs::path(FL_SOURCE_DIR) / k->doc;
+    EXPECT_TRUE(fs::exists(page)) << k->name() << ": page " << k->doc << " is missing";
+    char prefix[8];
+    std::snprintf(prefix, sizeof(prefix), "%02d_", k->number);
+    EXPECT_EQ(fs::path(k->doc).filename().string().rfind(prefix, 0), 0u)
+        << k->name() << ": its page must be docs/kernels/" << prefix << "*.md";
+    EXPECT_NE(std::string(k->title), "") << k->name();
+    EXPECT_GE(k->min_sm, 80) << k->name();
+  }
+}
+
+TEST(Registry, FindsKernelsByNumberAndName) {
+  ASSERT_NE(fl::find_kernel("1"), nullptr);
+  EXPECT_EQ(fl::find_kernel("1"), fl::find_kernel("01"));
+  EXPECT_EQ(fl::find_kernel("01_naive"), fl::find_kernel("naive"));
+  EXPECT_EQ(fl::find_kernel("99"), nullptr);
+  EXPECT_EQ(fl::find_kernel("x"), nullptr);
+}
+
+TEST(Registry, EveryKernelSupportsTheLadderShape) {
+  // Every rung claims at least fp16 and bf16, d = 128, N = 1024 (a multiple of any block size).
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+      fl::AttnParams p = shape(1024, 128);
+      p.dtype = t;
+      EXPECT_EQ(k->supports(p), "") << k->name() << " " << fl::to_string(t);
+    }
+  }
+}
+
+TEST(Registry, RefusalNamesKernelAndRule) {
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    fl::AttnParams p = shape(1024, 128);
+    p.q = nullptr;
+    try {
+      fl::run_kernel(*k, p);
+      ADD_FAILURE() << k->name() << " accepted a null Q";
+    } catch (const fl::UnsupportedError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("kernel " + k->name()), std::string::npos) << msg;
+      EXPECT_NE(msg.find("Q is a null pointer"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(Registry, UnsupportedHeadDimIsRefused) {
+  // d = 72 is supported by no rung except the cuBLAS baseline (any multiple of 8).
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number == 0) continue;
+    const fl::AttnParams p = shape(1024, 72);
+    const std::string why = fl::why_unsupported(*k, p);
+    EXPECT_NE(why.find("kernel " + k->name()), std::string::npos) << why;
+    EXPECT_NE(why.find("head_dim"), std::string::npos) << why;
+    EXPECT_THROW(fl::run_kernel(*k, p), fl::UnsupportedError);
+  }
+}
+
+TEST(Registry, TiledKernelsRefuseRaggedLengths) {
+  // Rungs 02-15 may demand N a multiple of their block sizes; those that do must say so.
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    const fl::AttnParams p = shape(1023, 128);
+    const std::string why = fl::why_unsupported(*k, p);
+    if (why.empty()) continue;  // the kernel claims any length: the GPU tests check that claim
+    EXPECT_NE(why.find("multiple of"), std::string::npos) << why;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,164 @@
+// The C API (tools/fl_api.h) over the kernel registry: translates fl_attention_params into
+// fl::AttnParams, calls fl::run_kernel, and turns every exception into a return code and a message.
+#include "fl_api.h"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "common/attention.h"
+#include "common/cuda_check.h"
+#include "common/registry.h"
+
+namespace {
+
+// Copies msg into buf (NUL-terminated, truncated to len); nothing when buf is null or len is 0.
+void write_message(char* buf, size_t len, const std::string& msg) {
+  if (buf == nullptr || len == 0) return;
+  const size_t n = msg.size() < len - 1 ? msg.size() : len - 1;
+  std::memcpy(buf, msg.data(), n);
+  buf[n] = '\0';
+}
+
+// fl_attention_params -> fl::AttnParams; "" on success, else what is wrong with the struct.
+std::string to_params(const fl_attention_params* c, fl::AttnParams* p) {
+  if (c == nullptr) return "params is a null pointer";
+  if (c->dtype != 0 && c->dtype != 1) {
+    return "dtype must be 0 (fp16) or 1 (bf16), got " + std::to_string(c->dtype);
+  }
+  p->dtype = c->dtype == 0 ? fl::DType::f16 : fl::DType::bf16;
+  p->batch = c->batch;
+  p->heads_q = c->heads_q;
+  p->heads_kv = c->heads_kv;
+  p->seqlen_q = c->seqlen_q;
+  p->seqlen_k = c->seqlen_k;
+  p->head_dim = c->head_dim;
+  p->causal = c->causal != 0;
+  p->softmax_scale = c->softmax_scale;
+  p->q = c->q;
+  p->k = c->k;
+  p->v = c->v;
+  p->o = c->o;
+  p->lse = c->lse;
+  p->q_stride = {c->q_stride_batch, c->q_stride_head, c->q_stride_row};
+  p->k_stride = {c->k_stride_batch, c->k_stride_head, c->k_stride_row};
+  p->v_stride = {c->v_stride_batch, c->v_stride_head, c->v_stride_row};
+  p->o_stride = {c->o_stride_batch, c->o_stride_head, c->o_stride_row};
+  return "";
+}
+
+const fl::KernelInfo* kernel_at(int index) {
+  const auto& kernels = fl::all_kernels();
+  if (index < 0 || index >= static_cast<int>(kernels.size())) return nullptr;
+  return kernels[index];
+}
+
+const fl::KernelInfo* kernel_numbered(int number) {
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number == number) return k;
+  }
+  return nullptr;
+}
+
+std::string no_such_kernel(int number) {
+  std::string built;
+  for (const fl::KernelInfo* k : fl::all_kernels()) built += (built.empty() ? "" : ", ") + k->name();
+  return "no kernel numbered " + std::to_string(number) + " in this build (built: " + built + ")";
+}
+
+}  // namespace
+
+extern "C" {
+
+FL_API size_t fl_params_size(void) { return sizeof(fl_attention_params); }
+
+FL_API void fl_set_contiguous_strides(fl_attention_params* p) {
+  if (p == nullptr) return;
+  const fl::Strides q = fl::make_strides(fl::Layout::BHND, p->heads_q, p->seqlen_q, p->head_dim);
+  const fl::Strides kv = fl::make_strides(fl::Layout::BHND, p->heads_kv, p->seqlen_k, p->head_dim);
+  p->q_stride_batch = p->o_stride_batch = q.batch;
+  p->q_stride_head = p->o_stride_head = q.head;
+  p->q_stride_row = p->o_stride_row = q.row;
+  p->k_stride_batch = p->v_stride_batch = kv.batch;
+  p->k_stride_head = p->v_stride_head = kv.head;
+  p->k_stride_row = p->v_stride_row = kv.row;
+}
+
+FL_API int fl_num_kernels(void) { return static_cast<int>(fl::all_kernels().size()); }
+
+FL_API int fl_kernel_number(int index) {
+  const fl::KernelInfo* k = kernel_at(index);
+  return k != nullptr ? k->number : -1;
+}
+
+FL_API const char* fl_kernel_name(int index) {
+  // KernelInfo::name() builds a std::string; keep one per kernel so the pointer stays valid.
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const fl::KernelInfo* k : fl::all_kernels()) v.push_back(k->name());
+    return v;
+  }();
+  if (index < 0 || index >= static_cast<int>(names.size())) return nullptr;
+  return names[index].c_str();
+}
+
+FL_API const char* fl_kernel_title(int index) {
+  const fl::KernelInfo* k = kernel_at(index);
+  return k != nullptr ? k->title : nullptr;
+}
+
+FL_API int fl_supports(int number, const fl_attention_params* c, char* why, size_t why_len) {
+  try {
+    const fl::KernelInfo* kernel = kernel_numbered(number);
+    if (kernel == nullptr) {
+      write_message(why, why_len, no_such_kernel(number));
+      return 0;
+    }
+    fl::AttnParams p;
+    std::string reason = to_params(c, &p);
+    if (reason.empty()) reason = fl::why_unsupported(*kernel, p);
+    write_message(why, why_len, reason);
+    return reason.empty() ? 1 : 0;
+  } catch (const std::exception& e) {
+    write_message(why, why_len, e.what());
+  } catch (...) {
+    write_message(why, why_len, "unknown exception");
+  }
+  return 0;
+}
+
+FL_API int fl_run(int number, const fl_attention_params* c, void* stream, char* err,
+                  size_t err_len) {
+  write_message(err, err_len, "");
+  try {
+    const fl::KernelInfo* kernel = kernel_numbered(number);
+    if (kernel == nullptr) {
+      write_message(err, err_len, no_such_kernel(number));
+      return FL_NO_SUCH_KERNEL;
+    }
+    fl::AttnParams p;
+    const std::string bad = to_params(c, &p);
+    if (!bad.empty()) {
+      write_message(err, err_len, "kernel " + kernel->name() + ": " + bad);
+      return FL_UNSUPPORTED;
+    }
+    fl::run_kernel(*kernel, p, static_cast<cudaStream_t>(stream));
+    return FL_OK;
+  } catch (const fl::UnsupportedError& e) {
+    write_message(err, err_len, e.what());
+    return FL_UNSUPPORTED;
+  } catch (const fl::CudaError& e) {
+    write_message(err, err_len, e.what());
+    return FL_CUDA_ERROR;
+  } catch (const std::exception& e) {
+    write_message(err, err_len, e.what());
+  } catch (...) {
+    write_message(err, err_len, "unknown exception");
+  }
+  return FL_INTERNAL_ERROR;
+}
+
+}  // extern "C"

@@ -1,0 +1,115 @@
+/* The C API of the ladder: every registered kernel, callable on device pointers from any language
+ * that can call C (Python ctypes, Julia, Rust, ...). Built as the shared library flash_ladder
+ * (build/libflash_ladder.so) from tools/c_api.cpp.
+ *
+ * Kernels are addressed by their number in the ladder (0 = cuBLAS baseline, 1 = naive, ...).
+ * Nothing here allocates or synchronises: fl_run enqueues the kernel on the given stream (NULL =
+ * the default stream) and returns; the output is ready once that stream is synchronised. C++
+ * exceptions never cross this boundary: every failure is a return code and a message.
+ *
+ * Python (ctypes), with torch tensors [B, H, N, d] on the GPU; scripts/compare_sdpa.py has the
+ * full version:
+ *
+ *   import ctypes, torch
+ *   lib = ctypes.CDLL("build/libflash_ladder.so")
+ *   I64 = ctypes.c_int64
+ *   class Params(ctypes.Structure):                     # the same fields, in the same order
+ *       _fields_ = ([("dtype", ctypes.c_int)]
+ *                   + [(n, I64) for n in ("batch", "heads_q", "heads_kv", "seqlen_q",
+ *                                         "seqlen_k", "head_dim")]
+ *                   + [("causal", ctypes.c_int), ("softmax_scale", ctypes.c_float)]
+ *                   + [(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse")]
+ *                   + [(f"{t}_stride_{s}", I64) for t in "qkvo"
+ *                      for s in ("batch", "head", "row")])
+ *   assert lib.fl_params_size() == ctypes.sizeof(Params)
+ *   lib.fl_kernel_name.restype = ctypes.c_char_p
+ *   q, k, v = (torch.randn(2, 4, 1024, 128, device="cuda", dtype=torch.half) for _ in range(3))
+ *   o = torch.empty_like(q)
+ *   p = Params(dtype=0, batch=2, heads_q=4, heads_kv=4, seqlen_q=1024, seqlen_k=1024,
+ *              head_dim=128, causal=0, softmax_scale=128 ** -0.5,
+ *              q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=None)
+ *   lib.fl_set_contiguous_strides(ctypes.byref(p))  # or copy tensor.stride() into the fields
+ *   err = ctypes.create_string_buffer(512)
+ *   stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+ *   if lib.fl_run(3, ctypes.byref(p), stream, err, len(err)) != 0:
+ *       raise RuntimeError(err.value.decode())
+ *   torch.cuda.synchronize()
+ */
+#ifndef FLASH_LADDER_FL_API_H_
+#define FLASH_LADDER_FL_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define FL_API __declspec(dllexport)
+#else
+#define FL_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes of fl_run (fl_supports returns 1 / 0, see below). */
+enum {
+  FL_OK = 0,
+  FL_UNSUPPORTED = 1,    /* the kernel does not support these parameters (message says why) */
+  FL_CUDA_ERROR = 2,     /* a CUDA or cuBLAS call failed (message names it) */
+  FL_NO_SUCH_KERNEL = 3, /* no kernel with that number was built */
+  FL_INTERNAL_ERROR = 4  /* anything else */
+};
+
+/* The attention problem, field for field fl::AttnParams (common/attention.h).
+ *   O[b, h, i, :] = softmax_j(scale * Q[b, h, i, :] . K[b, h / G, j, :]) . V[b, h / G, j, :]
+ * with G = heads_q / heads_kv. Strides are in elements; the head dimension is contiguous. */
+typedef struct fl_attention_params {
+  int dtype;                /* 0 = fp16, 1 = bf16 (Q, K, V and O) */
+  int64_t batch;            /* B */
+  int64_t heads_q;          /* H_q */
+  int64_t heads_kv;         /* H_kv; H_q must be a multiple of it */
+  int64_t seqlen_q;         /* Nq */
+  int64_t seqlen_k;         /* Nk */
+  int64_t head_dim;         /* d */
+  int causal;               /* 0 or 1 (bottom-right aligned when Nq != Nk) */
+  float softmax_scale;      /* usually 1 / sqrt(d); must be > 0 */
+  const void* q;            /* device pointers, 16-byte aligned */
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;               /* optional [B, H_q, Nq] fp32 log-sum-exp output, or NULL */
+  int64_t q_stride_batch, q_stride_head, q_stride_row;
+  int64_t k_stride_batch, k_stride_head, k_stride_row;
+  int64_t v_stride_batch, v_stride_head, v_stride_row;
+  int64_t o_stride_batch, o_stride_head, o_stride_row;
+} fl_attention_params;
+
+/* sizeof(fl_attention_params), to check a foreign-language mirror of the struct. */
+FL_API size_t fl_params_size(void);
+
+/* Fills the 12 strides for contiguous [B, H, N, d] tensors from the sizes in *p. */
+FL_API void fl_set_contiguous_strides(fl_attention_params* p);
+
+/* The kernels the build compiled, sorted by number; index runs over 0 .. fl_num_kernels() - 1. */
+FL_API int fl_num_kernels(void);
+FL_API int fl_kernel_number(int index);        /* 3, or -1 when index is out of range */
+FL_API const char* fl_kernel_name(int index);  /* "03_mma", or NULL */
+FL_API const char* fl_kernel_title(int index); /* the idea the rung adds, or NULL */
+
+/* 1 when kernel `number` can run *p on the current device, 0 when not (why gets the reason,
+ * naming the kernel and the rule broken; why may be NULL). The pointers must be set: the
+ * alignment rules are checked too. */
+FL_API int fl_supports(int number, const fl_attention_params* p, char* why, size_t why_len);
+
+/* Checks *p, then enqueues kernel `number` on `stream` (a cudaStream_t, NULL = default stream).
+ * Returns FL_OK, or one of the codes above with the message in err (NUL-terminated, truncated
+ * to err_len; err may be NULL). Errors of the running kernel surface at the next synchronisation,
+ * as with any CUDA launch. */
+FL_API int fl_run(int number, const fl_attention_params* p, void* stream, char* err,
+                  size_t err_len);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* FLASH_LADDER_FL_API_H_ */

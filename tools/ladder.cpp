@@ -1,0 +1,339 @@
+// ladder: run any kernel of the ladder (or all of them) on one attention shape, check it against
+// the cuBLAS fp32 reference, time it, and print the table.
+//
+//   ./build/ladder                         every kernel, default shape, verified and timed
+//   ./build/ladder --kernel 2 --n 4096     one kernel, N = 4096
+//   ./build/ladder --q q.npy --k k.npy --v v.npy --kernel 1 --o o.npy
+//   ./build/ladder --list                  the kernels this build has
+//
+// Exit status: 0 when every kernel that ran passed, 1 when one failed or an argument was bad,
+// 2 when there is no GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "common/harness.h"
+#include "common/npy.h"
+#include "common/registry.h"
+#include "common/timing.h"
+
+namespace {
+
+using fl::KernelInfo;
+
+struct Options {
+  std::vector<std::string> kernels;  // empty = all
+  fl::ProblemSpec spec;
+  int warmup = 2, repeats = 10;
+  bool verify = true, list = false;
+  std::string q_path, k_path, v_path, o_path;
+  bool o_fp16 = false;
+};
+
+void usage() {
+  std::printf(
+      "usage: ladder [options]\n"
+      "  --kernel K       kernel number or name (repeat or comma-separate; default: all)\n"
+      "  --list           list the kernels of this build and exit\n"
+      "  --batch B        (default 8)      --heads H   (default 16)   --heads-kv H_kv\n"
+      "  --n N            sets Nq = Nk (default 2048)   --nq Nq   --nk Nk\n"
+      "  --d D            head dimension (default 128)\n"
+      "  --dtype fp16|bf16 (default fp16)  --causal   --lse   --layout bhnd|bnhd\n"
+      "  --scale S        softmax scale (default 1/sqrt(d))\n"
+      "  --std X          inputs are X * randn (default 1)   --seed S\n"
+      "  --warmup W       untimed runs (default 2)   --repeats R  timed runs, median (default 10)\n"
+      "  --no-verify      time only (for profilers)\n"
+      "  --q/--k/--v F    read Q, K, V from .npy files ([B, H, N, d], fp16 or fp32)\n"
+      "  --o F            write O of the last kernel run to F as fp32 .npy ([B, H, Nq, d])\n"
+      "  --o-fp16         write O as fp16 instead\n");
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  auto need = [&](int& i) -> const char* {
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "ladder: %s needs a value\n", argv[i]);
+      std::exit(1);
+    }
+    return argv[++i];
+  };
+  auto to_int = [](const char* flag, const char* s) -> int64_t {
+    char* end = nullptr;
+    const long long v = std::strtoll(s, &end, 10);
+    if (end == s || *end != '\0') {
+      std::fprintf(stderr, "ladder: %s expects an integer, got '%s'\n", flag, s);
+      std::exit(1);
+    }
+    return v;
+  };
+  o.spec.batch = 8;
+  o.spec.heads_q = o.spec.heads_kv = 16;
+  o.spec.seqlen_q = o.spec.seqlen_k = 2048;
+  bool heads_kv_set = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--kernel") {
+      std::stringstream ss(need(i));
+      std::string item;
+      while (std::getline(ss, item, ',')) o.kernels.push_back(item);
+    } else if (a == "--list") {
+      o.list = true;
+    } else if (a == "--batch") {
+      o.spec.batch = to_int("--batch", need(i));
+    } else if (a == "--heads") {
+      o.spec.heads_q = to_int("--heads", need(i));
+    } else if (a == "--heads-kv") {
+      o.spec.heads_kv = to_int("--heads-kv", need(i));
+      heads_kv_set = true;
+    } else if (a == "--n") {
+      o.spec.seqlen_q = o.spec.seqlen_k = to_int("--n", need(i));
+    } else if (a == "--nq") {
+      o.spec.seqlen_q = to_int("--nq", need(i));
+    } else if (a == "--nk") {
+      o.spec.seqlen_k = to_int("--nk", need(i));
+    } else if (a == "--d") {
+      o.spec.head_dim = to_int("--d", need(i));
+    } else if (a == "--dtype") {
+      const std::string t = need(i);
+      if (t == "fp16") {
+        o.spec.dtype = fl::DType::f16;
+      } else if (t == "bf16") {
+        o.spec.dtype = fl::DType::bf16;
+      } else {
+        std::fprintf(stderr, "ladder: --dtype must be fp16 or bf16, got '%s'\n", t.c_str());
+        return false;
+      }
+    } else if (a == "--causal") {
+      o.spec.causal = true;
+    } else if (a == "--lse") {
+      o.spec.with_lse = true;
+    } else if (a == "--layout") {
+      const std::string t = need(i);
+      if (t == "bhnd") {
+        o.spec.layout = fl::Layout::BHND;
+      } else if (t == "bnhd") {
+        o.spec.layout = fl::Layout::BNHD;
+      } else {
+        std::fprintf(stderr, "ladder: --layout must be bhnd or bnhd\n");
+        return false;
+      }
+    } else if (a == "--scale") {
+      o.spec.scale = std::strtof(need(i), nullptr);
+    } else if (a == "--std") {
+      o.spec.input_std = std::strtof(need(i), nullptr);
+    } else if (a == "--seed") {
+      o.spec.seed = static_cast<uint64_t>(to_int("--seed", need(i)));
+    } else if (a == "--warmup") {
+      o.warmup = static_cast<int>(to_int("--warmup", need(i)));
+    } else if (a == "--repeats") {
+      o.repeats = static_cast<int>(to_int("--repeats", need(i)));
+    } else if (a == "--no-verify") {
+      o.verify = false;
+    } else if (a == "--q") {
+      o.q_path = need(i);
+    } else if (a == "--k") {
+      o.k_path = need(i);
+    } else if (a == "--v") {
+      o.v_path = need(i);
+    } else if (a == "--o") {
+      o.o_path = need(i);
+    } else if (a == "--o-fp16") {
+      o.o_fp16 = true;
+    } else if (a == "-h" || a == "--help") {
+      usage();
+      std::exit(0);
+    } else {
+      std::fprintf(stderr, "ladder: unknown option '%s'\n", a.c_str());
+      usage();
+      return false;
+    }
+  }
+  if (!heads_kv_set) o.spec.heads_kv = o.spec.heads_q;
+  if (o.repeats < 1 || o.warmup < 0) {
+    std::fprintf(stderr, "ladder: --repeats must be >= 1 and --warmup >= 0\n");
+    return false;
+  }
+  return true;
+}
+
+// Reads Q, K, V from .npy files into the spec's shape; returns the fp32 data.
+bool load_inputs(Options& o, fl::npy::Array& q, fl::npy::Array& k, fl::npy::Array& v) {
+  if (o.q_path.empty() && o.k_path.empty() && o.v_path.empty()) return false;
+  if (o.q_path.empty() || o.k_path.empty() || o.v_path.empty()) {
+    throw std::runtime_error("--q, --k and --v go together");
+  }
+  q = fl::npy::load(o.q_path);
+  k = fl::npy::load(o.k_path);
+  v = fl::npy::load(o.v_path);
+  for (const auto* a : {&q, &k, &v}) {
+    if (a->shape.size() != 4) throw std::runtime_error("inputs must be 4-D [B, H, N, d]");
+  }
+  if (k.shape != v.shape) throw std::runtime_error("K and V must have the same shape");
+  if (q.shape[0] != k.shape[0] || q.shape[3] != k.shape[3]) {
+    throw std::runtime_error("Q and K must agree on B and d");
+  }
+  o.spec.batch = q.shape[0];
+  o.spec.heads_q = q.shape[1];
+  o.spec.seqlen_q = q.shape[2];
+  o.spec.head_dim = q.shape[3];
+  o.spec.heads_kv = k.shape[1];
+  o.spec.seqlen_k = k.shape[2];
+  o.spec.layout = fl::Layout::BHND;
+  return true;
+}
+
+struct Row {
+  const KernelInfo* kernel;
+  std::string status;  // "pass", "FAIL", "skip"
+  std::string note;
+  double ms = 0, tflops = 0, tile_ai = 0;
+  double max_err = 0, tol = 0;
+};
+
+std::string fmt(double x, int precision = 1) {
+  char b[64];
+  std::snprintf(b, sizeof(b), "%.*f", precision, x);
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (!parse(argc, argv, opt)) return 1;
+
+  if (opt.list) {
+    for (const KernelInfo* k : fl::all_kernels()) {
+      std::printf("%-22s %s\n", k->name().c_str(), k->title);
+    }
+    return 0;
+  }
+
+  std::string why_no_gpu;
+  if (!fl::gpu_available(&why_no_gpu)) {
+    std::fprintf(stderr, "ladder: %s. The kernels need an NVIDIA GPU (sm_80 or newer).\n",
+                 why_no_gpu.c_str());
+    return 2;
+  }
+
+  std::vector<const KernelInfo*> kernels;
+  if (opt.kernels.empty()) {
+    kernels = fl::all_kernels();
+  } else {
+    for (const std::string& key : opt.kernels) {
+      const KernelInfo* k = fl::find_kernel(key);
+      if (k == nullptr) {
+        std::fprintf(stderr, "ladder: no kernel '%s' in this build (see --list)\n", key.c_str());
+        return 1;
+      }
+      kernels.push_back(k);
+    }
+  }
+  const bool explicit_kernels = !opt.kernels.empty();
+
+  try {
+    fl::npy::Array nq, nk, nv;
+    const bool from_files = load_inputs(opt, nq, nk, nv);
+    fl::Problem problem(opt.spec);
+    if (from_files) problem.set_inputs(nq.data.data(), nk.data.data(), nv.data.data());
+    const fl::AttnParams& p = problem.params();
+    std::printf("%s on %s\n", opt.spec.describe().c_str(), fl::device_name().c_str());
+
+    fl::CublasHandle cublas;
+    std::unique_ptr<fl::Reference> reference;
+    if (opt.verify) reference = std::make_unique<fl::Reference>(problem, cublas);
+
+    fl::EventTimer timer;
+    fl::L2Flusher flusher;
+    std::vector<Row> rows;
+    bool failed = false;
+    for (const KernelInfo* k : kernels) {
+      Row row{k, "", "", 0, 0, 0, 0, 0};
+      const std::string why = fl::why_unsupported(*k, p);
+      if (!why.empty()) {
+        row.status = "skip";
+        row.note = why;
+        rows.push_back(row);
+        if (explicit_kernels) failed = true;
+        continue;
+      }
+      const fl::TileShape t = k->tile(p);
+      row.tile_ai = fl::tile_intensity(t.br, t.bc, p.seqlen_k, p.head_dim, fl::element_size(p.dtype));
+      fl::Verdict verdict;
+      if (opt.verify) {
+        verdict = fl::verify(*k, problem, *reference);
+        row.max_err = verdict.out.max_abs_err;
+        row.tol = verdict.tolerance;
+      }
+      // Warm-up, then timed repeats with the L2 flushed before each; median.
+      for (int i = 0; i < opt.warmup; ++i) fl::run_kernel(*k, p);
+      std::vector<float> times;
+      for (int i = 0; i < opt.repeats; ++i) {
+        flusher.flush();
+        timer.start();
+        fl::run_kernel(*k, p);
+        times.push_back(timer.stop_ms());
+        if (times.back() > 2000.f && i >= 2) break;  // a slow rung: three repeats are enough
+      }
+      std::sort(times.begin(), times.end());
+      row.ms = times[times.size() / 2];
+      row.tflops = fl::attention_flops(p) / (row.ms * 1e-3) / 1e12;
+      if (opt.verify) {
+        // Re-check the output left by the timed runs: a kernel that breaks under repetition
+        // cannot post a time.
+        const fl::ErrorStats after = fl::compare_output(p, p.o, reference->out32());
+        if (!verdict.passed) {
+          row.status = "FAIL";
+          row.note = verdict.why;
+        } else if (after.non_finite > 0 || after.max_abs_err > verdict.tolerance) {
+          row.status = "FAIL";
+          row.note = "output wrong after the timed runs";
+        } else {
+          row.status = "pass";
+        }
+        if (row.status == "FAIL") failed = true;
+      } else {
+        row.status = "timed";
+      }
+      rows.push_back(row);
+    }
+
+    if (!opt.o_path.empty()) {
+      std::vector<float> out = problem.output_host();
+      fl::npy::save(opt.o_path, {p.batch, p.heads_q, p.seqlen_q, p.head_dim}, out, opt.o_fp16);
+      std::printf("wrote O to %s\n", opt.o_path.c_str());
+    }
+
+    // The table: % of the cuBLAS baseline (kernel 00) and of the rung before.
+    double baseline = 0;
+    for (const Row& r : rows) {
+      if (r.kernel->number == 0 && r.tflops > 0) baseline = r.tflops;
+    }
+    std::printf("\n%-20s %9s %9s %8s %8s %9s %9s %10s %10s  %s\n", "kernel", "ms", "TFLOP/s",
+                "%cuBLAS", "%prev", "AI tile", "AI min", "max err", "tolerance", "check");
+    double prev = 0;
+    for (const Row& r : rows) {
+      if (r.status == "skip") {
+        std::printf("%-20s %s\n", r.kernel->name().c_str(), ("skipped: " + r.note).c_str());
+        continue;
+      }
+      const std::string pct_base = baseline > 0 ? fmt(100.0 * r.tflops / baseline) : "-";
+      const std::string pct_prev = (prev > 0 && r.kernel->number > 0) ? fmt(100.0 * r.tflops / prev) : "-";
+      std::printf("%-20s %9.3f %9.2f %8s %8s %9.1f %9.1f %10.2e %10.2e  %s%s%s\n",
+                  r.kernel->name().c_str(), r.ms, r.tflops, pct_base.c_str(), pct_prev.c_str(),
+                  r.tile_ai, fl::problem_intensity(p), r.max_err, r.tol, r.status.c_str(),
+                  r.note.empty() ? "" : ": ", r.note.c_str());
+      if (r.kernel->number > 0) prev = r.tflops;
+    }
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ladder: %s\n", e.what());
+    return 1;
+  }
+}
