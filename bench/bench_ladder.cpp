@@ -158,7 +158,7 @@ void run_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemS
     ++runs;
   }
   const fl::ErrorStats after = fl::compare_output(p, p.o, c.reference->out32());
-  if (after.non_finite > 0 || after.max_abs_err > fl::pass_tolerance(c.reference->lowp_err())) {
+  if (after.non_finite > 0 || after.max_abs_err > fl::pass_tolerance(c.reference->lowp_err_for(*kernel))) {
     state.SkipWithError("output wrong after the timed runs");
     return;
   }

@@ -139,6 +139,8 @@ Reference::Reference(const Problem& problem, CublasHandle& cublas) {
   DeviceBuffer lowp(n * sizeof(float));
   reference_attention(p, RefPrecision::kLowp, lowp.as<float>(), nullptr, cublas.get());
   lowp_err_ = compare_fp32(lowp.as<float>(), out32_.as<float>(), n).max_abs_err;
+  reference_attention(p, RefPrecision::kLowpScores, lowp.as<float>(), nullptr, cublas.get());
+  lowp_scores_err_ = compare_fp32(lowp.as<float>(), out32_.as<float>(), n).max_abs_err;
 }
 
 Verdict verify(const KernelInfo& kernel, Problem& problem, const Reference& reference,
@@ -152,7 +154,7 @@ Verdict verify(const KernelInfo& kernel, Problem& problem, const Reference& refe
   run_kernel(kernel, p, stream);
   FL_CUDA_CHECK(cudaStreamSynchronize(stream));
   v.out = compare_output(p, p.o, reference.out32(), stream);
-  v.lowp_err = reference.lowp_err();
+  v.lowp_err = reference.lowp_err_for(kernel);
   v.tolerance = pass_tolerance(v.lowp_err);
   if (v.out.non_finite > 0) why << v.out.non_finite << " outputs not finite (NaN/inf or poison left); ";
   if (v.out.nonzero == 0) why << "output all zero; ";

@@ -53,10 +53,16 @@ class Reference {
   const float* out32() const { return out32_.as<float>(); }
   const float* lse32() const { return lse32_.as<float>(); }
   double lowp_err() const { return lowp_err_; }  // max |ref_lowp - ref_fp32|
+  // max |ref - ref_fp32| for the reference that also rounds S (RefPrecision::kLowpScores).
+  double lowp_scores_err() const { return lowp_scores_err_; }
+  // The low-precision error the pass rule scales for `kernel`.
+  double lowp_err_for(const KernelInfo& kernel) const {
+    return kernel.scores_in_input_dtype ? lowp_scores_err_ : lowp_err_;
+  }
 
  private:
   DeviceBuffer out32_, lse32_;
-  double lowp_err_ = 0;
+  double lowp_err_ = 0, lowp_scores_err_ = 0;
 };
 
 // Runs `kernel` on `problem` twice (output poisoned before each run) and applies every check of

@@ -49,9 +49,13 @@ __global__ void gather_fp32(float* dst, const void* src, DType dtype, Strides s,
 // dtype for the low-precision reference), LSE = max + log(sum).
 __global__ void softmax_rows(float* s, float* lse, int64_t first_row, int64_t rows_q,
                              int64_t cols, bool causal, int64_t causal_offset, bool round_p,
-                             DType dtype) {
+                             bool round_s, DType dtype) {
   const int64_t r = blockIdx.x;
   float* row = s + r * cols;
+  if (round_s) {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) row[j] = round_to(dtype, row[j]);
+    __syncthreads();
+  }
   const int64_t i = r % rows_q;  // query index inside its head
   // Keys j <= i + (Nk - Nq) are visible (bottom-right aligned causal mask).
   int64_t visible = cols;
@@ -108,7 +112,8 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
   DeviceBuffer q32(chunk * nq * d * sizeof(float)), k32(chunk * nk * d * sizeof(float)),
       v32(chunk * nk * d * sizeof(float)), s32(chunk * per_pair);
   FL_CUBLAS_CHECK(cublasSetStream(handle, stream));
-  const bool lowp = precision == RefPrecision::kLowp;
+  const bool lowp = precision != RefPrecision::kFp32;
+  const bool round_s = precision == RefPrecision::kLowpScores;
   for (int64_t first = 0; first < pairs; first += chunk) {
     const int64_t count = std::min(chunk, pairs - first);
     const int64_t nq_el = count * nq * d, nk_el = count * nk * d;
@@ -129,7 +134,7 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
         q32.as<float>(), static_cast<int>(d), nq * d, &beta, s32.as<float>(),
         static_cast<int>(nk), nq * nk, static_cast<int>(count)));
     softmax_rows<<<static_cast<unsigned>(count * nq), 256, 0, stream>>>(
-        s32.as<float>(), lse_ref, first * nq, nq, nk, p.causal, nk - nq, lowp, p.dtype);
+        s32.as<float>(), lse_ref, first * nq, nq, nk, p.causal, nk - nq, lowp, round_s, p.dtype);
     FL_CHECK_LAUNCH();
     // O (row-major Nq x d) = P V, i.e. column-major O^T (d x Nq) = V^T P^T.
     float* o_chunk = o_ref + first * nq * d;

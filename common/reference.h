@@ -14,6 +14,8 @@ namespace fl {
 enum class RefPrecision {
   kFp32,  // everything in fp32: the "truth" the pass rule measures errors against
   kLowp,  // P rounded to the input dtype before P.V and O rounded to it, as the kernels do
+  kLowpScores,  // kLowp, and the scaled scores S rounded to the input dtype before the
+                // softmax, as an unfused implementation that stores S in that dtype does
 };
 
 // Writes O as fp32 in contiguous [B, H_q, Nq, d] layout to `o_ref`, and, if `lse_ref` is not

@@ -34,6 +34,10 @@ struct KernelInfo {
   std::string (*supports)(const AttnParams&) = nullptr;
   // Enqueues the kernel on `stream`. Called only after check_common and supports passed.
   void (*launch)(const AttnParams&, cudaStream_t) = nullptr;
+  // True for a kernel that stores the scores S in the input dtype before the softmax (the
+  // unfused baseline): its low-precision reference rounds S as well (RefPrecision::kLowpScores).
+  // Every fused rung keeps S in fp32 and leaves this false.
+  bool scores_in_input_dtype = false;
 
   std::string name() const;  // "01_naive"
 };

@@ -128,3 +128,21 @@ TEST(Reference, LowPrecisionDiffersButClosely) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Reference, RoundingScoresCostsAccuracy) {
+  // The reference for kernels that store S in the input dtype is the less accurate one.
+  FL_REQUIRE_GPU();
+  fl::CublasHandle cublas;
+  fl::ProblemSpec s;
+  s.batch = 2;
+  s.heads_q = s.heads_kv = 4;
+  s.seqlen_q = s.seqlen_k = 512;
+  s.head_dim = 128;
+  fl::Problem pr(s);
+  fl::Reference ref(pr, cublas);
+  EXPECT_GT(ref.lowp_scores_err(), ref.lowp_err());
+}
+
+}  // namespace

@@ -175,7 +175,8 @@ const KernelInfo& kernel_00() {
                                80,
                                k00_cublas::tile,
                                k00_cublas::supports,
-                               k00_cublas::launch};
+                               k00_cublas::launch,
+                               /*scores_in_input_dtype=*/true};
   return info;
 }
 

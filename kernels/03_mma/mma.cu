@@ -78,22 +78,25 @@ __device__ __forceinline__ uint32_t lds16x2(const T* lo, const T* hi) {
 }
 
 // Copies a kRows x kHeadDim tile from global memory (rows `stride` elements apart) into a dense
-// shared tile, 32 bits per thread per step. Consecutive threads take consecutive words of a row,
-// so every warp reads 128 contiguous bytes (coalesced). The values pass through registers.
+// shared tile, 32 bits per thread per step. Thread t takes word t % (d/2) of row t / (d/2), then
+// the same word kRowsPerStep rows further down: consecutive threads read consecutive words of a
+// row, so every warp reads 128 contiguous bytes (coalesced). The values pass through registers.
 template <typename T, int kRows, int kHeadDim>
 __device__ __forceinline__ void load_tile(T* sTile, const T* gTile, int64_t stride) {
-  constexpr int kWordsPerRow = kHeadDim / 2;
-  constexpr int kSteps = kRows * kWordsPerRow / kThreads;
-  static_assert(kRows * kWordsPerRow % kThreads == 0, "the block covers the tile evenly");
-  // Unrolled 8 deep, not fully: 8 loads in flight per thread hide some of their latency, while
-  // all of them at once (32 per tile at d = 128, and the K and V copies overlap) would hold
-  // their values in registers on top of rO and spill.
-#pragma unroll 8
-  for (int s = 0; s < kSteps; ++s) {
-    const int idx = s * kThreads + static_cast<int>(threadIdx.x);
-    const int row = idx / kWordsPerRow, word = idx % kWordsPerRow;
-    reinterpret_cast<uint32_t*>(sTile + row * kHeadDim)[word] =
-        reinterpret_cast<const uint32_t*>(gTile + row * stride)[word];
+  constexpr int kWordsPerRow = kHeadDim / 2;             // 32-bit words per row
+  constexpr int kRowsPerStep = kThreads / kWordsPerRow;  // rows the block covers per step
+  static_assert(kRows % kRowsPerStep == 0, "the block covers the tile evenly");
+  const int row = threadIdx.x / kWordsPerRow, col = (threadIdx.x % kWordsPerRow) * 2;
+  const T* src = gTile + row * stride + col;
+  T* dst = sTile + row * kHeadDim + col;
+  // One source pointer, stepped by kRowsPerStep rows. (Written as base + offset(s), the
+  // offsets are loop-invariant across the KV loop, and the compiler keeps all of them, 64-bit,
+  // in registers for the whole kernel.)
+#pragma unroll
+  for (int s = 0; s < kRows / kRowsPerStep; ++s) {
+    *reinterpret_cast<uint32_t*>(dst + s * kRowsPerStep * kHeadDim) =
+        *reinterpret_cast<const uint32_t*>(src);
+    src += kRowsPerStep * stride;
   }
 }
 

@@ -62,23 +62,26 @@ constexpr int smem_bytes() {
 
 // Copies a kRows x kHeadDim tile from global memory (rows `stride` elements apart) into a dense
 // shared tile, 128 bits (8 elements) per thread per step: a quarter of the load instructions of
-// 32-bit copies for the same bytes. Consecutive threads take consecutive 16-byte chunks of a
-// row, so every warp reads 512 contiguous bytes (coalesced). Rows start 16-byte aligned: the
-// pointers are 16-byte aligned and strides multiples of 8 elements (check_common). The values
-// still pass through registers.
+// 32-bit copies for the same bytes. Thread t takes chunk t % (d/8) of row t / (d/8), then the
+// same chunk kRowsPerStep rows further down: every warp reads 512 contiguous bytes (coalesced).
+// Rows start 16-byte aligned: the pointers are 16-byte aligned and strides multiples of 8
+// elements (check_common). The values still pass through registers.
 template <typename T, int kRows, int kHeadDim>
 __device__ __forceinline__ void load_tile(T* sTile, const T* gTile, int64_t stride) {
-  constexpr int kChunksPerRow = kHeadDim / 8;
-  constexpr int kSteps = kRows * kChunksPerRow / kThreads;
-  static_assert(kRows * kChunksPerRow % kThreads == 0, "the block covers the tile evenly");
-  // Fully unrolled: all of a tile's loads (8 per thread at d = 128) are in flight at once. Each
-  // holds 4 registers until its store to shared memory: the cost that cp.async removes (05).
+  constexpr int kChunksPerRow = kHeadDim / 8;             // 16-byte chunks per row
+  constexpr int kRowsPerStep = kThreads / kChunksPerRow;  // rows the block covers per step
+  static_assert(kRows % kRowsPerStep == 0, "the block covers the tile evenly");
+  const int row = threadIdx.x / kChunksPerRow, col = (threadIdx.x % kChunksPerRow) * 8;
+  const T* src = gTile + row * stride + col;
+  T* dst = sTile + row * kHeadDim + col;
+  // One source pointer, stepped by kRowsPerStep rows. (Written as base + offset(s), the
+  // offsets are loop-invariant across the KV loop, and the compiler keeps all of them, 64-bit,
+  // in registers for the whole kernel.)
 #pragma unroll
-  for (int s = 0; s < kSteps; ++s) {
-    const int idx = s * kThreads + static_cast<int>(threadIdx.x);
-    const int row = idx / kChunksPerRow, chunk = idx % kChunksPerRow;
-    reinterpret_cast<uint4*>(sTile + row * kHeadDim)[chunk] =
-        reinterpret_cast<const uint4*>(gTile + row * stride)[chunk];
+  for (int s = 0; s < kRows / kRowsPerStep; ++s) {
+    *reinterpret_cast<uint4*>(dst + s * kRowsPerStep * kHeadDim) =
+        *reinterpret_cast<const uint4*>(src);
+    src += kRowsPerStep * stride;
   }
 }
 

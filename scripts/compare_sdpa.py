@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Every kernel of the ladder against PyTorch's scaled_dot_product_attention, timed in one process.
+
+Loads build/libflash_ladder.so (tools/fl_api.h) through ctypes and, for each shape of the sweep
+(LADDER.md: d = 128, H = 16, N in 512..16384, B = 16 up to N = 4096, 8 at 8192, 4 at 16384):
+
+  * times every registered kernel that supports the shape (fl_supports) and SDPA with each backend
+    forced (FLASH_ATTENTION = FlashAttention-2, CUDNN_ATTENTION, EFFICIENT_ATTENTION; a backend
+    that raises is skipped), with CUDA events: warm-up, then the median of repeats, the L2 cache
+    flushed before every repeat by writing a buffer twice its size;
+  * checks each output: for N <= 2048 against fp32 SDPA (math backend, inputs upcast), failing the
+    row when max|out - ref32| > 2 * max|sdpa_flash - ref32| + 1e-4 (FlashAttention-2's rule); for
+    larger N the error against SDPA's flash output is recorded, not judged;
+  * skips what is too slow to matter: a kernel whose first run takes longer than --max-seconds is
+    not repeated, and one whose predicted run time (scaled by FLOPs from its last shape) exceeds
+    --max-seconds is not run at bigger shapes.
+
+Writes docs/results/<gpu-slug>.json (see --out, --merge); scripts/results_table.py turns it into
+the README table and the plot. Run from the repository root on the GPU machine:
+
+  python3 scripts/compare_sdpa.py                          # fp16, d = 128, non-causal sweep
+  python3 scripts/compare_sdpa.py --causal --merge
+  python3 scripts/compare_sdpa.py --d 64 --merge --n 1024,4096 --kernels 3,8
+"""
+import argparse
+import ctypes
+import datetime
+import functools
+import json
+import math
+import os
+import re
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+print = functools.partial(print, flush=True)  # noqa: A001 - unbuffered progress output
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SWEEP_N = [512, 1024, 2048, 4096, 8192, 16384]
+SDPA_BACKENDS = [
+    ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
+    ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
+    ("sdpa_efficient", SDPBackend.EFFICIENT_ATTENTION),
+]
+REF_MAX_N = 2048  # above this, no fp32 reference: errors are measured against sdpa_flash
+KEY_FIELDS = ("impl", "dtype", "d", "causal", "B", "H", "N")
+
+
+# ------------------------------------------------------------------------------------------------
+# The C API (tools/fl_api.h)
+# ------------------------------------------------------------------------------------------------
+class Params(ctypes.Structure):
+    """fl_attention_params, field for field."""
+    _fields_ = ([("dtype", ctypes.c_int)]
+                + [(n, ctypes.c_int64) for n in ("batch", "heads_q", "heads_kv", "seqlen_q",
+                                                 "seqlen_k", "head_dim")]
+                + [("causal", ctypes.c_int), ("softmax_scale", ctypes.c_float)]
+                + [(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse")]
+                + [(f"{t}_stride_{s}", ctypes.c_int64) for t in "qkvo"
+                   for s in ("batch", "head", "row")])
+
+
+class Ladder:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        lib = self.lib
+        lib.fl_params_size.restype = ctypes.c_size_t
+        lib.fl_num_kernels.restype = ctypes.c_int
+        lib.fl_kernel_number.restype = ctypes.c_int
+        lib.fl_kernel_number.argtypes = [ctypes.c_int]
+        lib.fl_kernel_name.restype = ctypes.c_char_p
+        lib.fl_kernel_name.argtypes = [ctypes.c_int]
+        lib.fl_kernel_title.restype = ctypes.c_char_p
+        lib.fl_kernel_title.argtypes = [ctypes.c_int]
+        lib.fl_supports.restype = ctypes.c_int
+        lib.fl_supports.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_char_p,
+                                    ctypes.c_size_t]
+        lib.fl_run.restype = ctypes.c_int
+        lib.fl_run.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_void_p,
+                               ctypes.c_char_p, ctypes.c_size_t]
+        if lib.fl_params_size() != ctypes.sizeof(Params):
+            sys.exit(f"{path}: fl_attention_params is {lib.fl_params_size()} bytes, this script's "
+                     f"mirror {ctypes.sizeof(Params)}: rebuild, or update Params")
+        self.kernels = [(lib.fl_kernel_number(i), lib.fl_kernel_name(i).decode(),
+                         lib.fl_kernel_title(i).decode()) for i in range(lib.fl_num_kernels())]
+        self._err = ctypes.create_string_buffer(1024)
+
+    def supports(self, number, params):
+        ok = self.lib.fl_supports(number, ctypes.byref(params), self._err, len(self._err))
+        return ok == 1, self._err.value.decode()
+
+    def run(self, number, params):
+        stream = torch.cuda.current_stream().cuda_stream
+        rc = self.lib.fl_run(number, ctypes.byref(params), ctypes.c_void_p(stream), self._err,
+                             len(self._err))
+        if rc != 0:
+            raise RuntimeError(f"fl_run({number}) returned {rc}: {self._err.value.decode()}")
+
+
+def make_params(q, k, v, o, causal, scale):
+    """Params for torch tensors [B, H, N, d] (any strides with a contiguous last dimension)."""
+    p = Params(dtype=0 if q.dtype == torch.float16 else 1, batch=q.shape[0], heads_q=q.shape[1],
+               heads_kv=k.shape[1], seqlen_q=q.shape[2], seqlen_k=k.shape[2], head_dim=q.shape[3],
+               causal=int(causal), softmax_scale=scale, q=q.data_ptr(), k=k.data_ptr(),
+               v=v.data_ptr(), o=o.data_ptr(), lse=None)
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o)):
+        assert t.stride(3) == 1, f"{name}: the head dimension must be contiguous"
+        setattr(p, f"{name}_stride_batch", t.stride(0))
+        setattr(p, f"{name}_stride_head", t.stride(1))
+        setattr(p, f"{name}_stride_row", t.stride(2))
+    return p
+
+
+# ------------------------------------------------------------------------------------------------
+# Timing
+# ------------------------------------------------------------------------------------------------
+class Timer:
+    def __init__(self, warmup, repeats, max_seconds):
+        self.warmup, self.repeats, self.max_seconds = warmup, repeats, max_seconds
+        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        self.flush_buf = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+
+    def flush(self):
+        self.flush_buf.zero_()
+
+    def one(self, fn):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.flush()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    def time(self, fn):
+        """Median milliseconds of fn() and the number of timed runs.
+
+        The first run (cold: module load, handles, autotuning) estimates the cost. Above
+        max_seconds it is the measurement; otherwise the remaining warm-up runs follow, then at
+        most `repeats` timed runs, fewer when they would take more than 5 * max_seconds.
+        """
+        first = self.one(fn)
+        if first > 1e3 * self.max_seconds:
+            return first, 1
+        for _ in range(self.warmup - 1):
+            fn()
+        repeats = max(1, min(self.repeats, int(5e3 * self.max_seconds / max(first, 1e-3))))
+        pairs = []
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self.flush()
+            start.record()
+            fn()
+            end.record()
+            pairs.append((start, end))
+        torch.cuda.synchronize()
+        return statistics.median(s.elapsed_time(e) for s, e in pairs), repeats
+
+
+# ------------------------------------------------------------------------------------------------
+# The sweep
+# ------------------------------------------------------------------------------------------------
+def batch_for(n, heads=16):
+    """B = 16 up to N = 4096, then halved with every doubling of N (the seed blog's shapes)."""
+    return 16 if n <= 4096 else max(1, 16 * 4096 // n)
+
+
+def flops(b, h, n, d, causal):
+    f = 4.0 * b * h * n * n * d
+    return f / 2 if causal else f
+
+
+def gpu_slug(name):
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+@torch.no_grad()
+def reference_fp32(q, k, v, causal, scale):
+    """fp32 attention (SDPA math backend on upcast inputs), one batch element at a time."""
+    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    with sdpa_kernel(SDPBackend.MATH):
+        for b in range(q.shape[0]):
+            out[b:b + 1] = F.scaled_dot_product_attention(
+                q[b:b + 1].float(), k[b:b + 1].float(), v[b:b + 1].float(), is_causal=causal,
+                scale=scale)
+    return out
+
+
+def max_err(out, ref):
+    """max |out - ref| in fp32, or inf when out has a non-finite element."""
+    if not bool(torch.isfinite(out).all()):
+        return math.inf
+    return float((out.float() - ref.float()).abs().max())
+
+
+def select_kernels(ladder, wanted):
+    if not wanted:
+        return ladder.kernels
+    chosen = []
+    for key in wanted.split(","):
+        key = key.strip()
+        match = [kn for kn in ladder.kernels
+                 if key == kn[1] or (key.isdigit() and int(key) == kn[0])]
+        if not match:
+            sys.exit(f"--kernels: no kernel {key!r} in {[kn[1] for kn in ladder.kernels]}")
+        chosen += match
+    return chosen
+
+
+def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
+    dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
+    b = args.batch or batch_for(n, args.heads)
+    h, d, causal = args.heads, args.d, args.causal
+    scale = 1.0 / math.sqrt(d)
+    f = flops(b, h, n, d, causal)
+    common = {"dtype": args.dtype, "d": d, "causal": causal, "B": b, "H": h, "N": n}
+    print(f"\n== {args.dtype} B={b} H={h} N={n} d={d}{' causal' if causal else ''} "
+          f"({f / 1e12:.2f} TFLOP)")
+
+    gen = torch.Generator(device="cuda").manual_seed(args.seed + n)
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=dtype, generator=gen)
+               for _ in range(3))
+    ref32 = reference_fp32(q, k, v, causal, scale) if n <= REF_MAX_N else None
+
+    rows = []
+
+    def add_row(impl, ms, repeats, err, **extra):
+        row = dict(impl=impl, **common, ms=ms, tflops=f / (ms * 1e-3) / 1e12 if ms else None,
+                   max_err=err, repeats=repeats, **extra)
+        rows.append(row)
+        ms_s = f"{ms:9.3f} ms {row['tflops']:7.1f} TFLOP/s" if ms else f"{'-':>29}"
+        note = "" if extra.get("ok", True) else "  FAIL"
+        print(f"  {impl:<24} {ms_s}  err {err:.3g} ({extra.get('err_vs', '')}){note}")
+        return row
+
+    # SDPA backends first: the flash output is the yardstick for large N.
+    flash_out, flash_err32 = None, None
+    for impl, backend in SDPA_BACKENDS:
+        def sdpa():
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+        try:
+            out = sdpa()
+            torch.cuda.synchronize()
+        except RuntimeError as e:  # backend not available for this shape/dtype/GPU
+            print(f"  {impl:<24} skipped: {str(e).splitlines()[0][:120]}")
+            continue
+        ms, reps = timer.time(sdpa)
+        if impl == "sdpa_flash":
+            flash_out = out
+        if ref32 is not None:
+            err = max_err(out, ref32)
+            if impl == "sdpa_flash":
+                flash_err32 = err
+            add_row(impl, ms, reps, err, err_vs="fp32")
+        elif flash_out is not None:
+            add_row(impl, ms, reps, max_err(out, flash_out), err_vs="sdpa_flash")
+        else:
+            add_row(impl, ms, reps, float("nan"), err_vs="none")
+        del out
+
+    tolerance = 2 * flash_err32 + 1e-4 if flash_err32 is not None else None
+    o = torch.empty_like(q)
+    params = make_params(q, k, v, o, causal, scale)
+    for number, name, _title in kernels:
+        ok, why = ladder.supports(number, params)
+        if not ok:
+            print(f"  {name:<24} unsupported: {why}")
+            continue
+        if name in predicted_too_slow:
+            print(f"  {name:<24} skipped: predicted {predicted_too_slow[name]:.1f} s per run "
+                  f"> --max-seconds {args.max_seconds}")
+            continue
+        if name in last_time:  # predict from the last shape, scaled by FLOPs
+            ms0, f0 = last_time[name]
+            predicted = ms0 * 1e-3 * f / f0
+            if predicted > args.max_seconds:
+                predicted_too_slow[name] = predicted
+                print(f"  {name:<24} skipped: predicted {predicted:.1f} s per run "
+                      f"> --max-seconds {args.max_seconds}")
+                continue
+        o.fill_(float("nan"))  # poison: an output the kernel does not write fails the check
+        ms, reps = timer.time(lambda: ladder.run(number, params))
+        torch.cuda.synchronize()
+        last_time[name] = (ms, f)
+        # The output of the last timed run is the one checked.
+        if ref32 is not None:
+            err = max_err(o, ref32)
+            passed = err <= tolerance if tolerance is not None else math.isfinite(err)
+            add_row(name, ms, reps, err, err_vs="fp32", tolerance=tolerance, ok=passed)
+        elif flash_out is not None:
+            err = max_err(o, flash_out)
+            add_row(name, ms, reps, err, err_vs="sdpa_flash", ok=math.isfinite(err))
+        else:
+            err = math.inf if not bool(torch.isfinite(o).all()) else float("nan")
+            add_row(name, ms, reps, err, err_vs="none", ok=math.isfinite(err) or math.isnan(err))
+    del q, k, v, o, ref32, flash_out
+    torch.cuda.empty_cache()
+    return rows
+
+
+def row_key(row):
+    return tuple(row.get(k) for k in KEY_FIELDS)
+
+
+def json_safe(rows):
+    """inf/nan are not JSON: write them as null."""
+    clean = []
+    for r in rows:
+        clean.append({k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                      for k, v in r.items()})
+    return clean
+
+
+def print_table(rows):
+    ns = sorted({r["N"] for r in rows})
+    impls = sorted({r["impl"] for r in rows}, key=lambda s: (s.startswith("sdpa"), s))
+    cell = {(r["impl"], r["N"]): r for r in rows}
+    print("\nTFLOP/s" + "".join(f"{n:>9}" for n in ns))
+    for impl in impls:
+        line = f"{impl:<24}"
+        for n in ns:
+            r = cell.get((impl, n))
+            t = "-" if r is None or not r.get("tflops") else f"{r['tflops']:.1f}"
+            if r is not None and r.get("ok") is False:
+                t += "!"
+            line += f"{t:>9}"
+        print(line)
+    if any(r.get("ok") is False for r in rows):
+        print("(! = output check failed)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", default=os.path.join(REPO, "build", "libflash_ladder.so"))
+    ap.add_argument("--d", type=int, default=128, help="head dimension (default 128)")
+    ap.add_argument("--heads", type=int, default=16, help="H (default 16)")
+    ap.add_argument("--batch", type=int, default=0, help="B for every N (default: the sweep's)")
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
+    ap.add_argument("--n", default=",".join(map(str, SWEEP_N)), help="comma-separated N list")
+    ap.add_argument("--kernels", default="",
+                    help="comma-separated kernel numbers or names (default: every kernel built)")
+    ap.add_argument("--no-sdpa", action="store_true", help="time the ladder only")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--max-seconds", type=float, default=1.0,
+                    help="a run slower than this is not repeated, and a kernel predicted to be "
+                         "slower is not run at bigger N (default 1.0)")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--out", default="", help="default docs/results/<gpu-slug>.json")
+    ap.add_argument("--merge", action="store_true",
+                    help="merge into an existing --out, replacing rows with the same "
+                         "(impl, dtype, d, causal, B, H, N)")
+    args = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        sys.exit("no CUDA device")
+    torch.backends.cuda.matmul.allow_tf32 = False  # the fp32 reference must be fp32
+    torch.backends.cudnn.allow_tf32 = False
+    global SDPA_BACKENDS
+    if args.no_sdpa:
+        SDPA_BACKENDS = [b for b in SDPA_BACKENDS if b[0] == "sdpa_flash"]  # still the yardstick
+
+    ladder = Ladder(args.lib)
+    kernels = select_kernels(ladder, args.kernels)
+    gpu = torch.cuda.get_device_name()
+    out_path = args.out or os.path.join(REPO, "docs", "results", gpu_slug(gpu) + ".json")
+    print(f"GPU {gpu}, torch {torch.__version__}, kernels: {', '.join(k[1] for k in kernels)}")
+
+    timer = Timer(args.warmup, args.repeats, args.max_seconds)
+    rows, too_slow, last_time = [], {}, {}
+    for n in [int(x) for x in args.n.split(",") if x.strip()]:
+        rows += run_shape(args, ladder, kernels, timer, n, too_slow, last_time)
+
+    doc = {"gpu": gpu, "torch": torch.__version__, "rows": []}
+    if args.merge and os.path.exists(out_path):
+        with open(out_path) as fh:
+            doc = json.load(fh)
+        if doc.get("gpu") not in (None, gpu):
+            print(f"warning: merging {gpu} results into {out_path}, written on {doc['gpu']}")
+    new_keys = {row_key(r) for r in rows}
+    doc["rows"] = [r for r in doc.get("rows", []) if row_key(r) not in new_keys] + json_safe(rows)
+    doc["rows"].sort(key=lambda r: (r["dtype"], r["d"], r["causal"], r["N"],
+                                    r["impl"].startswith("sdpa"), r["impl"]))
+    doc.update(gpu=gpu, torch=torch.__version__,
+               date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    with open(out_path, "w") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+
+    print_table(rows)
+    print(f"\nwrote {len(rows)} rows to {out_path}")
+    failed = [r for r in rows if r.get("ok") is False]
+    if failed:
+        print(f"{len(failed)} rows FAILED the output check: "
+              + ", ".join(f"{r['impl']}@N={r['N']}" for r in failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
