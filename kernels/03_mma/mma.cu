@@ -21,7 +21,9 @@
 // [64x, 64x + 64) of head (b, h), which reads KV head h / (H_q / H_kv); warp w owns rows
 // [16w, 16w + 16) of the tile: exactly the M = 16 of one mma.
 //
-// Shared memory (dynamic, row-major, unpadded, 3 * 64 * d * 2 bytes = 48 KiB at d = 128):
+// Shared memory (dynamic, row-major, 3 * 64 * d * 2 bytes = 48 KiB at d = 128). Rows are not
+// padded as in rung 02: the bank conflicts this causes are measured, then removed with an XOR
+// swizzle, in rung 06.
 //   sQ [64][d]   the block's queries, loaded once
 //   sK [64][d]   keys of KV tile j
 //   sV [64][d]   values of KV tile j
@@ -140,7 +142,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < 4; ++i) rO[nt][i] = 0.f;
   }
-  // Index r = 0 is row `group`, r = 1 is row `group + 8`; accumulator element i belongs to r = i / 2.
+  // Index r = 0 is row `group`, r = 1 is row `group + 8`; accumulator element i is in row i / 2.
   float row_max[2] = {-INFINITY, -INFINITY};  // running max of the scaled scores
   float row_sum[2] = {0.f, 0.f};              // this lane's part of the running sum
 
