@@ -59,10 +59,15 @@ class Reference {
   double lowp_err_for(const KernelInfo& kernel) const {
     return kernel.scores_in_input_dtype ? lowp_scores_err_ : lowp_err_;
   }
+  // max |LSE - LSE_fp32| of that reference: 0 when only P is rounded (P does not enter the
+  // LSE), the effect of rounding S otherwise.
+  double lse_lowp_err_for(const KernelInfo& kernel) const {
+    return kernel.scores_in_input_dtype ? lse_lowp_scores_err_ : 0.0;
+  }
 
  private:
   DeviceBuffer out32_, lse32_;
-  double lowp_err_ = 0, lowp_scores_err_ = 0;
+  double lowp_err_ = 0, lowp_scores_err_ = 0, lse_lowp_scores_err_ = 0;
 };
 
 // Runs `kernel` on `problem` twice (output poisoned before each run) and applies every check of

@@ -264,6 +264,14 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
         del out
 
     tolerance = 2 * flash_err32 + 1e-4 if flash_err32 is not None else None
+    # The unfused baseline (00) stores S in the input dtype, like SDPA's math backend on 16-bit
+    # inputs: it is held to that backend's error instead of flash's (docs/methodology.md).
+    unfused_tolerance = None
+    if ref32 is not None:
+        with sdpa_kernel(SDPBackend.MATH):
+            math_out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+        unfused_tolerance = 2 * max_err(math_out, ref32) + 1e-4
+        del math_out
     o = torch.empty_like(q)
     params = make_params(q, k, v, o, causal, scale)
     for number, name, _title in kernels:
@@ -290,8 +298,9 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
         # The output of the last timed run is the one checked.
         if ref32 is not None:
             err = max_err(o, ref32)
-            passed = err <= tolerance if tolerance is not None else math.isfinite(err)
-            add_row(name, ms, reps, err, err_vs="fp32", tolerance=tolerance, ok=passed)
+            tol = unfused_tolerance if number == 0 else tolerance
+            passed = err <= tol if tol is not None else math.isfinite(err)
+            add_row(name, ms, reps, err, err_vs="fp32", tolerance=tol, ok=passed)
         elif flash_out is not None:
             err = max_err(o, flash_out)
             add_row(name, ms, reps, err, err_vs="sdpa_flash", ok=math.isfinite(err))

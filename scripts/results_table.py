@@ -45,6 +45,7 @@ def load_results(path):
     with open(path) as fh:
         doc = json.load(fh)
     meta = {k: doc.get(k) for k in ("gpu", "torch", "date")}
+    meta["path"] = os.path.relpath(path)
     rows = []
     for r in doc.get("rows", []):
         rows.append(dict(r, source=os.path.basename(path)))
@@ -156,7 +157,8 @@ def markdown_table(data, meta, dtype, d, causal):
     lines.append(f"{meta.get('gpu') or 'GPU'}, {dtype}, d = {d}, H = {heads_of(data)}"
                  f"{', causal' if causal else ''}; TFLOP/s (% of FlashAttention-2, the SDPA flash "
                  f"backend timed in the same run). torch {meta.get('torch') or '?'}, "
-                 f"{(meta.get('date') or '')[:10]}.")
+                 f"{(meta.get('date') or '')[:10]}. Source: `{meta.get('path') or '?'}` "
+                 f"(`scripts/compare_sdpa.py`).")
     lines.append("")
     lines.append("| implementation | " + " | ".join(f"N = {n}" for n in ns) + " |")
     lines.append("|---|" + "---:|" * len(ns))
@@ -220,7 +222,8 @@ def rung_block(impl, data, meta, dtype, d, causal):
     number = kernel_number(impl)
     lines = [f"Measured by `scripts/compare_sdpa.py` on {meta.get('gpu') or 'the GPU'} "
              f"({dtype}, d = {d}, H = {heads_of(data)}{', causal' if causal else ''}; "
-             f"{(meta.get('date') or '')[:10]}); regenerate with `scripts/results_table.py`.", "",
+             f"{(meta.get('date') or '')[:10]}), from `{meta.get('path') or '?'}`; "
+             f"regenerate with `scripts/results_table.py`.", "",
              "| N | " + " | ".join(str(n) for n in ns) + " |",
              "|---|" + "---:|" * len(ns)]
     tflops = [data[impl][n]["tflops"] for n in ns]
@@ -243,11 +246,30 @@ def rung_block(impl, data, meta, dtype, d, causal):
     return "\n".join(lines) + "\n"
 
 
+def cpp_block(impl, cpp, path):
+    """The C++ benchmark's figures for one rung: TFLOP/s and % of the cuBLAS baseline."""
+    base = next((k for k in cpp if kernel_number(k) == 0), None)
+    ns = sorted(cpp[impl])
+    lines = ["", f"C++ sweep (`build/ladder_bench`, Google Benchmark JSON `{os.path.relpath(path)}`, "
+             "median of 3 repetitions, L2 flushed before each launch):", "",
+             "| N | " + " | ".join(str(n) for n in ns) + " |",
+             "|---|" + "---:|" * len(ns),
+             "| TFLOP/s | " + " | ".join(f"{cpp[impl][n]['tflops']:.1f}" for n in ns) + " |"]
+    if base is not None and base != impl:
+        lines.append("| % of cuBLAS unfused (00) | " + " | ".join(
+            pct(cpp[impl][n]["tflops"], cpp[base].get(n, {}).get("tflops")) for n in ns) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+", help="compare_sdpa.py JSON file(s)")
-    ap.add_argument("--bench", nargs="*", default=[], help="Google Benchmark JSON file(s)")
+    ap.add_argument("--bench", nargs="*", default=[],
+                    help="Google Benchmark JSON file(s): merged into the table (replacing rows)")
+    ap.add_argument("--cpp-bench", default="",
+                    help="Google Benchmark JSON of the C++ sweep: kept apart, and added to each "
+                         "rung's results block as TFLOP/s and %% of the cuBLAS baseline (00)")
     ap.add_argument("--dtype", choices=["fp16", "bf16"], default="fp16")
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--causal", action="store_true")
@@ -265,6 +287,7 @@ def main():
     for path in args.bench:
         rows += load_bench(path)
     data = series(rows, args.dtype, args.d, args.causal)
+    cpp = series(load_bench(args.cpp_bench), args.dtype, args.d, args.causal) if args.cpp_bench else {}
     if not data:
         sys.exit(f"no rows for {args.dtype}, d = {args.d}, causal = {args.causal}")
 
@@ -298,8 +321,10 @@ def main():
             for page in pages:
                 with open(page) as fh:
                     text = fh.read()
-                new = replace_block(text, "<!-- BEGIN results -->", "<!-- END results -->",
-                                    rung_block(impl, data, meta, args.dtype, args.d, args.causal))
+                block = rung_block(impl, data, meta, args.dtype, args.d, args.causal)
+                if impl in cpp:
+                    block += cpp_block(impl, cpp, args.cpp_bench)
+                new = replace_block(text, "<!-- BEGIN results -->", "<!-- END results -->", block)
                 if new is None:
                     print(f"{page}: no results block, left alone")
                     continue
