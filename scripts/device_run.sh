@@ -8,6 +8,8 @@
 #   BENCH_ARGS="..."     extra flags for ladder_bench (e.g. --ladder_n=512,4096)
 #   SDPA_ARGS="..."      extra flags for scripts/compare_sdpa.py
 #   NCU_KERNELS="5 6"    kernels to profile     NCU_ARGS="..."  extra flags for profile_ncu.sh
+#   NCU_METRICS=a,b,c    metrics for every profiled kernel (default: profile_ncu.sh's set;
+#                        scripts/ncu_ladder_metrics.txt is the set the rung pages cite)
 #   OUT=dir              where logs and JSON go (the device tool sets it)
 # Everything goes under $OUT/run/ and is packed into $OUT/run.tar.gz; a short table is printed
 # last.
@@ -71,7 +73,8 @@ fi
 
 if has ncu; then
   for k in ${NCU_KERNELS:-}; do
-    scripts/profile_ncu.sh "$k" ${NCU_ARGS:-} --out "$R/ncu_$k.csv" >"$R/ncu_$k.txt" 2>&1
+    scripts/profile_ncu.sh "$k" ${NCU_ARGS:-} ${NCU_METRICS:+--metrics $NCU_METRICS} \
+      --out "$R/ncu_$k.csv" >"$R/ncu_$k.txt" 2>&1
     note "ncu $k rc=$?"
   done
 fi

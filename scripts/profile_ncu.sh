@@ -75,6 +75,18 @@ command -v ncu >/dev/null || { echo "profile_ncu.sh: ncu (Nsight Compute) is not
 [ -x "$ladder" ] || { echo "profile_ncu.sh: $ladder not built (cmake --build build)" >&2; exit 1; }
 mkdir -p "$(dirname "$out")"
 
+# Keep only metrics this ncu knows on this GPU (one unknown name fails the whole run); the
+# dropped ones are listed.
+known=$(ncu --query-metrics 2>/dev/null | awk 'NF {print $1}')
+if [ -n "$known" ]; then
+  kept=()
+  IFS=, read -ra wanted <<<"$metrics"
+  for m in "${wanted[@]}"; do
+    if grep -qx "${m%%.*}" <<<"$known"; then kept+=("$m"); else echo "== dropping unknown metric $m" >&2; fi
+  done
+  metrics=$(IFS=,; echo "${kept[*]}")
+fi
+
 cmd=("$ladder" --kernel "$NN" --n "$n" --batch "$batch" --warmup "$warmup" --repeats 1
      --no-verify "${extra[@]}")
 echo "== ncu on: ${cmd[*]}"
