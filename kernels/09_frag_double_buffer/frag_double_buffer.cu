@@ -8,6 +8,8 @@
 //               then the mma of slice kk - 1 (whose fragments were loaded one iteration earlier),
 //               so every mma finds its operands already in registers, and the shared-memory
 //               latency of slice kk hides behind the mma of slice kk - 1
+//            3. __launch_bounds__(128, 2): the second buffer costs registers; shared memory
+//               already limits an SM to 2 blocks, so ptxas may use up to 255 registers a thread
 // expect:    fewer short-scoreboard stalls (an mma waiting for the ldmatrix that feeds it) than
 //            rung 08
 // supports:  fp16, bf16; d in {64, 128}; Nq a multiple of 64; Nk a multiple of 64; non-causal;
@@ -115,6 +117,10 @@ __device__ __forceinline__ void copy_tile_async(T* sTile, const T* gTile, int64_
   }
 }
 
+// At least 2 blocks of kThreads per SM: a budget of 65536 / (2 * 128) = 256 registers a thread
+// (255 usable). 80 KiB of shared memory a block (d = 128) allows no more than 2 blocks per SM
+// anyway. Without the 2, ptxas picks a lower register target for this kernel on sm_90 and
+// spills the second fragment buffer (see the page).
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads, 2)
     attention_kernel(const AttnParams p) {
