@@ -10,9 +10,12 @@ of each opcode the compiler emitted (static counts: instructions in the code, no
   scripts/sass_counts.py build/CMakeFiles/fl_kernels.dir/kernels/06_swizzle/swizzle.cu.o --full
   scripts/sass_counts.py build/ladder --filter 'k0[5-8]_' --json sass.json
   cuobjdump -sass build/ladder > all.sass; scripts/sass_counts.py --sass all.sass --kernel 3
+  scripts/sass_counts.py build/ladder --kernel 12 --kernel 13 --arch sm_90 --loop   # KV loop only
 
 Opcodes are counted without modifiers (HMMA.16816.F32.BF16 -> HMMA) unless --full; predicates
-(@P0, @!PT) are dropped. With several functions, one column per function; --json writes
+(@P0, @!PT) are dropped. --loop counts only the body of each function's largest loop (from the
+target of its longest backward branch to that branch): the KV loop of an attention kernel, whose
+instructions run once per KV tile, without the prologue and epilogue that run once per block. With several functions, one column per function; --json writes
 {"arch": ..., "functions": [{"mangled", "name", "arch", "total", "counts": {opcode: n}}]}.
 """
 import argparse
@@ -23,7 +26,8 @@ import subprocess
 import sys
 from collections import Counter
 
-INSTR_RE = re.compile(r"^\s*/\*[0-9a-fA-F]{4,}\*/\s+(.*?)\s*;")
+INSTR_RE = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
+BRA_RE = re.compile(r"\bBRA\s+(?:\S+\s+)?0x([0-9a-fA-F]+)")
 FUNC_RE = re.compile(r"^\s*Function\s*:\s*(\S+)")
 ARCH_RE = re.compile(r"code for (sm_\d+[a-z]?)")
 
@@ -51,8 +55,20 @@ def opcode_of(text, full):
     return op if full else op.split(".")[0]
 
 
-def parse(sass, full):
-    """[(arch, mangled, Counter)] in the order of the dump."""
+def largest_loop(instrs):
+    """(first, last) addresses of the longest backward branch's span, or None."""
+    best = None
+    for addr, text in instrs:
+        m = BRA_RE.search(text)
+        if m:
+            target = int(m.group(1), 16)
+            if target < addr and (best is None or addr - target > best[1] - best[0]):
+                best = (target, addr)
+    return best
+
+
+def parse(sass, full, loop=False):
+    """[(arch, mangled, Counter)] in the order of the dump (with loop: the largest loop only)."""
     functions, arch, current = [], "", None
     for line in sass.splitlines():
         m = ARCH_RE.search(line)
@@ -61,15 +77,26 @@ def parse(sass, full):
             continue
         m = FUNC_RE.match(line)
         if m:
-            current = (arch, m.group(1), Counter())
+            current = (arch, m.group(1), [])
             functions.append(current)
             continue
         m = INSTR_RE.match(line)
         if m and current is not None:
-            op = opcode_of(m.group(1), full)
+            current[2].append((int(m.group(1), 16), m.group(2)))
+    out = []
+    for arch, name, instrs in functions:
+        span = largest_loop(instrs) if loop else None
+        counts = Counter()
+        if loop and span is None:
+            counts["(no loop: whole function)"] = 0
+        for addr, text in instrs:
+            if span is not None and not span[0] <= addr <= span[1]:
+                continue
+            op = opcode_of(text, full)
             if op:
-                current[2][op] += 1
-    return functions
+                counts[op] += 1
+        out.append((arch, name, counts))
+    return out
 
 
 def demangle(names):
@@ -99,6 +126,8 @@ def main():
     ap.add_argument("--filter", default="", help="keep functions whose mangled name matches")
     ap.add_argument("--arch", default="", help="e.g. sm_90 (default: every arch in the binary)")
     ap.add_argument("--full", action="store_true", help="count opcodes with their modifiers")
+    ap.add_argument("--loop", action="store_true",
+                    help="count only each function's largest loop (the KV loop)")
     ap.add_argument("--opcodes", default="", help="comma-separated opcodes to show (default all)")
     ap.add_argument("--top", type=int, default=0, help="show only the N most frequent opcodes")
     ap.add_argument("--json", default="", help="write the counts as JSON here ('-' = stdout)")
@@ -114,9 +143,13 @@ def main():
     patterns = [re.compile(f"k{k:02d}_") for k in args.kernel]
     if args.filter:
         patterns.append(re.compile(args.filter))
-    functions = [(arch, name, counts) for arch, name, counts in parse(sass, args.full)
+    functions = [(arch, name, counts) for arch, name, counts in parse(sass, args.full, args.loop)
                  if (not args.arch or arch == args.arch)
                  and (not patterns or any(p.search(name) for p in patterns))]
+    for _, name, counts in functions:
+        if counts.pop("(no loop: whole function)", None) is not None:
+            print(f"sass_counts.py: {name}: no loop found, counted the whole function",
+                  file=sys.stderr)
     if not functions:
         sys.exit("sass_counts.py: no function matched (the names are mangled: try --filter with "
                  "a part of the namespace, e.g. k03_)")
