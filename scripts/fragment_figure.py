@@ -23,6 +23,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from PIL import Image  # noqa: E402  (installed with matplotlib)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -118,8 +119,12 @@ def draw(key, elements, out_dir, dpi):
     per_reg = key in PER_REGISTER_MATRIX
     rows, cols = panels[0][1].shape
     cell = 0.46
-    if per_reg:  # four 8x8 matrices side by side
-        fig, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (cols * cell + 0.8), rows * cell + 1.6))
+    if per_reg:  # the four 8x8 matrices, two per line
+        across = 2
+        down = (len(panels) + across - 1) // across
+        fig, axes = plt.subplots(down, across, squeeze=False,
+                                 figsize=(across * (cols * cell + 1.0), down * (rows * cell + 1.0) + 0.6))
+        axes = axes.flat
     else:
         fig, axes = plt.subplots(1, 1, figsize=(cols * cell + 1.0, rows * cell + 1.5))
         axes = [axes]
@@ -136,6 +141,9 @@ def draw(key, elements, out_dir, dpi):
     path = os.path.join(out_dir, filename)
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
+    # A few dozen flat colours: a palette PNG is a third of the size of the RGBA one.
+    with Image.open(path) as im:
+        im.convert("RGB").quantize(colors=96, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
     return path
 
 
