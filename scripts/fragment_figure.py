@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import matplotlib
 
@@ -109,7 +110,7 @@ def draw_panel(ax, key, grid, matrix, prefix, row_name, col_name, halves):
         # ldmatrix .x4: row r of matrix i is read from the address that lane 8i + r passes
         # (PTX ISA, ldmatrix; the same rule as tools/fragment_map.cpp's ldmatrix_x4_address_lane).
         ax.set_yticklabels([f"{r} @T{8 * matrix + r}" for r in range(rows)])
-        ax.set_title(f"matrix {matrix} -> r{matrix}", fontsize=9, pad=18)
+        ax.set_title(f"matrix {matrix} -> r{matrix}", fontsize=10, fontweight="bold")
 
 
 def draw(key, elements, out_dir, dpi):
@@ -122,22 +123,23 @@ def draw(key, elements, out_dir, dpi):
     if per_reg:  # the four 8x8 matrices, two per line
         across = 2
         down = (len(panels) + across - 1) // across
-        fig, axes = plt.subplots(down, across, squeeze=False,
-                                 figsize=(across * (cols * cell + 1.0), down * (rows * cell + 1.0) + 0.6))
+        size = (across * (cols * cell + 1.0), down * (rows * cell + 1.0) + 0.8)
+        fig, axes = plt.subplots(down, across, squeeze=False, figsize=size, layout="constrained")
         axes = axes.flat
     else:
-        fig, axes = plt.subplots(1, 1, figsize=(cols * cell + 1.0, rows * cell + 1.5))
+        size = (max(cols * cell + 1.0, 6.0), rows * cell + 1.6)
+        fig, axes = plt.subplots(1, 1, figsize=size, layout="constrained")
         axes = [axes]
     for ax, (matrix, grid) in zip(axes, panels):
         draw_panel(ax, key, grid, matrix if per_reg else None, prefix, row_name, col_name, halves)
-    legend = "cell: lane Tn, register" + (".half" if halves else "") + \
-        "   colour: lane group = lane / 4, lighter for higher lane % 4"
+    legend = ["cell: lane Tn, register" + (".half" if halves else ""),
+              "colour: lane group = lane / 4, lighter for higher lane % 4"]
     if per_reg:
-        legend += "   @Tn: lane whose address gives that row"
-    fig.suptitle(title, fontsize=11, y=0.995)
-    fig.text(0.5, 0.005, legend + "   (tools/fragment_map.cpp, common/ptx/fragment.cuh)",
-             ha="center", va="bottom", fontsize=7.5, color="#444444")
-    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+        legend.append("@Tn: the lane whose address gives that row")
+    legend.append("from tools/fragment_map.cpp (common/ptx/fragment.cuh)")
+    chars = int(size[0] * 15)  # about what fits across the figure at 7.5 pt
+    fig.suptitle(textwrap.fill(title, int(size[0] * 11.5)), fontsize=11)
+    fig.supxlabel(textwrap.fill(";  ".join(legend), chars), fontsize=7.5, color="#444444")
     path = os.path.join(out_dir, filename)
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
@@ -152,7 +154,7 @@ def main():
     ap.add_argument("--json", metavar="FILE", help="read the maps from this fragment_map --json output")
     ap.add_argument("--bin", metavar="PATH", help="fragment_map to run (default build/fragment_map)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "figures"), help="output folder")
-    ap.add_argument("--dpi", type=int, default=100)
+    ap.add_argument("--dpi", type=int, default=110)
     ap.add_argument("maps", nargs="*", help="a b c ldmatrix ldmatrix_trans (default: all)")
     args = ap.parse_args()
     maps = load_maps(args)
