@@ -9,6 +9,7 @@
 #include "common/compare.h"
 #include "common/cuda_check.h"
 #include "common/device_buffer.h"
+#include "common/elementwise.cuh"
 
 namespace fl {
 namespace {
@@ -31,9 +32,7 @@ struct OutView {
   int64_t heads, rows, head_dim;
   __device__ float at(int64_t i) const {
     if (is_fp32) return static_cast<const float*>(ptr)[i];
-    const int64_t c = i % head_dim, r = (i / head_dim) % rows, h = (i / (head_dim * rows)) % heads,
-                  b = i / (head_dim * rows * heads);
-    const int64_t off = b * s.batch + h * s.head + r * s.row + c;
+    const int64_t off = strided_offset(i, s, heads, rows, head_dim);
     if (dtype == DType::f16) return __half2float(static_cast<const __half*>(ptr)[off]);
     return __bfloat162float(static_cast<const __nv_bfloat16*>(ptr)[off]);
   }
@@ -83,8 +82,7 @@ __global__ void stats_kernel(OutView out, const float* ref, int64_t n, StatsAccu
 ErrorStats run_stats(const OutView& view, const float* ref, int64_t n, cudaStream_t stream) {
   DeviceBuffer acc(sizeof(StatsAccum));
   FL_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, sizeof(StatsAccum), stream));
-  const int grid = static_cast<int>(std::min<int64_t>(4096, std::max<int64_t>(1, (n + 255) / 256)));
-  stats_kernel<<<grid, 256, 0, stream>>>(view, ref, n, acc.as<StatsAccum>());
+  stats_kernel<<<elementwise_grid(n, 4096), kElementwiseThreads, 0, stream>>>(view, ref, n, acc.as<StatsAccum>());
   FL_CHECK_LAUNCH();
   StatsAccum h{};
   FL_CUDA_CHECK(cudaMemcpyAsync(&h, acc.get(), sizeof(h), cudaMemcpyDeviceToHost, stream));
@@ -109,9 +107,7 @@ __global__ void bitwise_diff_kernel(OutView a, OutView b, int64_t n, unsigned lo
   unsigned long long local = 0;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t c = i % a.head_dim, r = (i / a.head_dim) % a.rows,
-                  h = (i / (a.head_dim * a.rows)) % a.heads, bb = i / (a.head_dim * a.rows * a.heads);
-    const int64_t off = bb * a.s.batch + h * a.s.head + r * a.s.row + c;
+    const int64_t off = strided_offset(i, a.s, a.heads, a.rows, a.head_dim);
     local += static_cast<const uint16_t*>(a.ptr)[off] != static_cast<const uint16_t*>(b.ptr)[off];
   }
   for (int o = 16; o > 0; o >>= 1) local += __shfl_xor_sync(0xffffffffu, local, o);
@@ -140,8 +136,7 @@ int64_t count_bitwise_differences(const AttnParams& p, const void* a, const void
   const int64_t n = p.batch * p.heads_q * p.seqlen_q * p.head_dim;
   DeviceBuffer count(sizeof(unsigned long long));
   FL_CUDA_CHECK(cudaMemsetAsync(count.get(), 0, sizeof(unsigned long long), stream));
-  const int grid = static_cast<int>(std::min<int64_t>(4096, std::max<int64_t>(1, (n + 255) / 256)));
-  bitwise_diff_kernel<<<grid, 256, 0, stream>>>(view_of(p, a), view_of(p, b), n,
+  bitwise_diff_kernel<<<elementwise_grid(n, 4096), kElementwiseThreads, 0, stream>>>(view_of(p, a), view_of(p, b), n,
                                                 count.as<unsigned long long>());
   FL_CHECK_LAUNCH();
   unsigned long long h = 0;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/cuda_check.h"
+#include "common/elementwise.cuh"
 #include "common/harness.h"
 #include "common/random.h"
 
@@ -31,9 +32,7 @@ __global__ void scatter_from_fp32(void* dst, DType dtype, Strides s, const float
                                   int64_t heads, int64_t rows, int64_t d, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t c = i % d, r = (i / d) % rows, h = (i / (d * rows)) % heads,
-                  b = i / (d * rows * heads);
-    const int64_t off = b * s.batch + h * s.head + r * s.row + c;
+    const int64_t off = strided_offset(i, s, heads, rows, d);
     if (dtype == DType::f16) {
       static_cast<__half*>(dst)[off] = __float2half_rn(src[i]);
     } else {
@@ -47,16 +46,10 @@ __global__ void gather_to_fp32(float* dst, const void* src, DType dtype, Strides
                                int64_t rows, int64_t d, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t c = i % d, r = (i / d) % rows, h = (i / (d * rows)) % heads,
-                  b = i / (d * rows * heads);
-    const int64_t off = b * s.batch + h * s.head + r * s.row + c;
+    const int64_t off = strided_offset(i, s, heads, rows, d);
     dst[i] = dtype == DType::f16 ? __half2float(static_cast<const __half*>(src)[off])
                                  : __bfloat162float(static_cast<const __nv_bfloat16*>(src)[off]);
   }
-}
-
-int grid_for(int64_t n) {
-  return static_cast<int>(std::min<int64_t>(65536, std::max<int64_t>(1, (n + 255) / 256)));
 }
 
 }  // namespace
@@ -102,7 +95,7 @@ void Problem::set_inputs(const float* hq, const float* hk, const float* hv) {
     const int64_t n = p.batch * x.heads * x.rows * p.head_dim;
     DeviceBuffer tmp(n * sizeof(float));
     FL_CUDA_CHECK(cudaMemcpy(tmp.get(), x.src, n * sizeof(float), cudaMemcpyHostToDevice));
-    scatter_from_fp32<<<grid_for(n), 256>>>(x.dst, p.dtype, *x.s, tmp.as<float>(), x.heads,
+    scatter_from_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(x.dst, p.dtype, *x.s, tmp.as<float>(), x.heads,
                                             x.rows, p.head_dim, n);
     FL_CHECK_LAUNCH();
     FL_CUDA_CHECK(cudaDeviceSynchronize());
@@ -120,7 +113,7 @@ std::vector<float> Problem::output_host() const {
   const AttnParams& p = params_;
   const int64_t n = p.batch * p.heads_q * p.seqlen_q * p.head_dim;
   DeviceBuffer tmp(n * sizeof(float));
-  gather_to_fp32<<<grid_for(n), 256>>>(tmp.as<float>(), p.o, p.dtype, p.o_stride, p.heads_q,
+  gather_to_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(tmp.as<float>(), p.o, p.dtype, p.o_stride, p.heads_q,
                                        p.seqlen_q, p.head_dim, n);
   FL_CHECK_LAUNCH();
   std::vector<float> host(n);

@@ -4,13 +4,14 @@
 #include <cmath>
 
 #include "common/cuda_check.h"
+#include "common/elementwise.cuh"
 #include "common/random.h"
 
 namespace fl {
 namespace {
 
 // splitmix64: a cheap, well-mixed hash of (seed, index).
-__host__ __device__ uint64_t mix64(uint64_t x) {
+__device__ uint64_t mix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
@@ -18,7 +19,7 @@ __host__ __device__ uint64_t mix64(uint64_t x) {
 }
 
 // Box-Muller on two 24-bit uniforms taken from one hash.
-__host__ __device__ float normal_at(uint64_t seed, int64_t index) {
+__device__ float normal_at(uint64_t seed, int64_t index) {
   const uint64_t h = mix64(seed * 0x2545F4914F6CDD1Dull + static_cast<uint64_t>(index));
   const float u1 = (static_cast<float>(h >> 40) + 1.0f) * (1.0f / 16777217.0f);  // (0, 1]
   const float u2 = static_cast<float>((h >> 16) & 0xFFFFFF) * (1.0f / 16777216.0f);
@@ -45,31 +46,24 @@ __global__ void fill_bits16_kernel(uint16_t* dst, uint16_t bits, int64_t count) 
   }
 }
 
-int grid_for(int64_t count) {
-  const int64_t blocks = (count + 255) / 256;
-  return static_cast<int>(blocks < 65536 ? (blocks > 0 ? blocks : 1) : 65536);
-}
-
 }  // namespace
 
 void fill_randn(void* dst, DType dtype, int64_t count, uint64_t seed, float scale,
                 cudaStream_t stream) {
   if (dtype == DType::f16) {
-    randn_kernel<<<grid_for(count), 256, 0, stream>>>(static_cast<__half*>(dst), count, seed,
+    randn_kernel<<<elementwise_grid(count), kElementwiseThreads, 0, stream>>>(static_cast<__half*>(dst), count, seed,
                                                       scale);
   } else {
-    randn_kernel<<<grid_for(count), 256, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), count,
+    randn_kernel<<<elementwise_grid(count), kElementwiseThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), count,
                                                       seed, scale);
   }
   FL_CHECK_LAUNCH();
 }
 
 void fill_bits16(void* dst, uint16_t bits, int64_t count, cudaStream_t stream) {
-  fill_bits16_kernel<<<grid_for(count), 256, 0, stream>>>(static_cast<uint16_t*>(dst), bits,
+  fill_bits16_kernel<<<elementwise_grid(count), kElementwiseThreads, 0, stream>>>(static_cast<uint16_t*>(dst), bits,
                                                           count);
   FL_CHECK_LAUNCH();
 }
-
-float randn_at(uint64_t seed, int64_t index) { return normal_at(seed, index); }
 
 }  // namespace fl

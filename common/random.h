@@ -17,7 +17,4 @@ void fill_randn(void* dst, DType dtype, int64_t count, uint64_t seed, float scal
 // Sets every 16-bit element to `bits` (0xFFFF is a NaN in fp16 and bf16: the poison value).
 void fill_bits16(void* dst, uint16_t bits, int64_t count, cudaStream_t stream = nullptr);
 
-// Host copy of the same generator, for the CPU tests.
-float randn_at(uint64_t seed, int64_t index);
-
 }  // namespace fl

@@ -7,6 +7,7 @@
 
 #include "common/cuda_check.h"
 #include "common/device_buffer.h"
+#include "common/elementwise.cuh"
 #include "common/reference.h"
 
 namespace fl {
@@ -96,10 +97,6 @@ __global__ void round_in_place(float* x, int64_t n, DType dtype) {
   }
 }
 
-int grid_for(int64_t n) {
-  return static_cast<int>(std::min<int64_t>(65536, std::max<int64_t>(1, (n + 255) / 256)));
-}
-
 }  // namespace
 
 void reference_attention(const AttnParams& p, RefPrecision precision, float* o_ref,
@@ -117,13 +114,13 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
   for (int64_t first = 0; first < pairs; first += chunk) {
     const int64_t count = std::min(chunk, pairs - first);
     const int64_t nq_el = count * nq * d, nk_el = count * nk * d;
-    gather_fp32<<<grid_for(nq_el), 256, 0, stream>>>(q32.as<float>(), p.q, p.dtype, p.q_stride,
+    gather_fp32<<<elementwise_grid(nq_el), kElementwiseThreads, 0, stream>>>(q32.as<float>(), p.q, p.dtype, p.q_stride,
                                                      first, p.heads_q, 1, nq, d, nq_el);
     FL_CHECK_LAUNCH();
-    gather_fp32<<<grid_for(nk_el), 256, 0, stream>>>(k32.as<float>(), p.k, p.dtype, p.k_stride,
+    gather_fp32<<<elementwise_grid(nk_el), kElementwiseThreads, 0, stream>>>(k32.as<float>(), p.k, p.dtype, p.k_stride,
                                                      first, p.heads_q, group, nk, d, nk_el);
     FL_CHECK_LAUNCH();
-    gather_fp32<<<grid_for(nk_el), 256, 0, stream>>>(v32.as<float>(), p.v, p.dtype, p.v_stride,
+    gather_fp32<<<elementwise_grid(nk_el), kElementwiseThreads, 0, stream>>>(v32.as<float>(), p.v, p.dtype, p.v_stride,
                                                      first, p.heads_q, group, nk, d, nk_el);
     FL_CHECK_LAUNCH();
     // S (row-major Nq x Nk) = scale * Q K^T, i.e. column-major S^T (Nk x Nq) = K Q^T.
@@ -144,7 +141,7 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
         s32.as<float>(), static_cast<int>(nk), nq * nk, &beta, o_chunk, static_cast<int>(d),
         nq * d, static_cast<int>(count)));
     if (lowp) {
-      round_in_place<<<grid_for(nq_el), 256, 0, stream>>>(o_chunk, nq_el, p.dtype);
+      round_in_place<<<elementwise_grid(nq_el), kElementwiseThreads, 0, stream>>>(o_chunk, nq_el, p.dtype);
       FL_CHECK_LAUNCH();
     }
   }
