@@ -97,7 +97,10 @@ SPACE12 = {
 # Rung 16 is tuned again over its own space: its kernel needs fewer registers than rung 12's (V
 # fragments loaded by n-tile pair, rung 13; compile-time strides, rung 16), so Bc = 64 with 2
 # M-tiles at d = 128, which spilled in rung 12, is a candidate again. See kernels/16_final/.
-DEFAULT16 = DEFAULT12
+# d = 256 (rung 16 only): O alone is 128 fp32 registers a lane per M-tile, so one M-tile per warp
+# (8 warps for Br = 128) and Bc = 32 (Bc = 64 adds 64 registers of S, P and K/V fragments: over
+# 255). 8 warps also keep whole rows per copy step (32 chunks of 16 bytes a row).
+DEFAULT16 = {**DEFAULT12, 256: (128, 32, 8, 2, Q_PER_TILE)}
 SPACE16 = {
     128: [
         (128, 32, 4, 2, Q_PER_TILE),   # rung 11's shape
@@ -114,6 +117,11 @@ SPACE16 = {
         (256, 32, 8, 2, Q_PER_TILE),
     ],
     64: SPACE12[64],
+    256: [
+        (128, 32, 8, 2, Q_PER_TILE),
+        (128, 32, 8, 3, Q_PER_TILE),
+        (128, 64, 8, 2, Q_PER_TILE),
+    ],
 }
 
 DEFAULTS = {12: DEFAULT12, 16: DEFAULT16}
@@ -205,7 +213,7 @@ def read_tuned(rung):
 def default_entries(rung):
     out = {}
     for sm in (80, 90):
-        for d in (64, 128):
+        for d in DEFAULTS[rung]:
             for t in ("f16", "bf16"):
                 out[(sm, d, t)] = dict(cfg=DEFAULTS[rung][d], tuned=False,
                                        note="not yet tuned: " + DEFAULT_NOTES[rung])

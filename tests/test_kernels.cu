@@ -80,6 +80,14 @@ std::vector<Case> cases() {
     causal_tall.causal = true;
     causal_tall.with_lse = true;
     out.push_back({ty + "_causal_nq200_nk64", causal_tall});
+    // d = 256, for kernels that claim it: a plain shape, then ragged, causal, GQA and LSE at once.
+    out.push_back({ty + "_d256_n256", base(t, 1, 2, 256, 256)});
+    fl::ProblemSpec wide = base(t, 2, 4, 77, 256);
+    wide.heads_kv = 2;
+    wide.seqlen_k = 300;
+    wide.causal = true;
+    wide.with_lse = true;
+    out.push_back({ty + "_d256_causal_gqa_nq77_nk300", wide});
   }
   return out;
 }

@@ -27,7 +27,9 @@ struct TunedEntry {
   using Cfg = Config<kEntry.config.br, kEntry.config.bc, kEntry.config.warps,
                      kEntry.config.stages, kEntry.config.load>;
   static constexpr int kHeadDim = kEntry.head_dim;
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "tuned_configs.h: d must be 64 or 128");
+  // (Each rung's kernel asserts the head dims it is written for: 64 and 128, 256 in rung 16.)
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256,
+                "tuned_configs.h: d must be 64, 128 or 256");
 };
 
 // Calls f(TunedEntry<Table, I>{}) for the row I == index (one comparison per row; nothing

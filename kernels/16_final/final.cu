@@ -24,8 +24,8 @@ struct Tuned {
 };
 
 std::string supports(const AttnParams& p) {
-  if (p.head_dim != 64 && p.head_dim != 128) {
-    return "head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")";
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
+    return "head_dim must be 64, 128 or 256 (got " + std::to_string(p.head_dim) + ")";
   }
   const int index = tuned_index(kTunedConfigs, p);
   if (index < 0) {
@@ -57,7 +57,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
 const KernelInfo& kernel_16() {
   static const KernelInfo info{16,
                                "final",
-                               "final: fewer rescales, one barrier per tile, constant strides, L2 order",
+                               "final: fewer rescales, one barrier per tile, constant strides, L2 order, full contract",
                                "docs/kernels/16_final.md",
                                80,
                                k16_final::tile,

@@ -22,24 +22,42 @@
 //               S - 1 tiles of math to land in, and the wait and barrier before P·V go
 //            5. its own tuned table (kernels/16_final/tuned_configs.h, scripts/autotune.py
 //               --rungs 16): the registers this rung saves admit configs that spilled in rung 12
+//            6. the full contract of LADDER.md: any Nq, Nk >= 1 (the last Q tile and the last
+//               K/V tile are copied with zero fill, the scores of keys past Nk masked, rows past
+//               Nq neither computed nor stored), causal masking aligned bottom-right (KV tiles
+//               above the diagonal skipped, the tiles that cross it masked; a row that sees no
+//               key gets O = 0, LSE = -inf) and d = 256 (one M-tile per warp, 8 warps)
 // expect:    fewer FP32 multiplies executed per KV tile than rung 15, the more the longer the
 //            sequence (ncu: smsp__sass_thread_inst_executed_op_fmul_pred_on.sum); TFLOP/s vs
-//            FlashAttention-2 at N >= 2048, d = 128, fp16 (scripts/compare_sdpa.py)
-// supports:  fp16, bf16; d in {64, 128}; Nq a multiple of Br and Nk a multiple of Bc of the
-//            config that runs (kernels/16_final/tuned_configs.h); Nk / Bc < 2^31; non-causal;
-//            GQA; LSE output. (The full contract of LADDER.md, any N, causal and d = 256, is the
-//            next step.)
+//            FlashAttention-2 at N >= 2048, d = 128, fp16 (scripts/compare_sdpa.py), causal
+//            too; a length one above a block multiple at most 5% slower than the multiple
+// supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
+//            LSE output; any softmax scale; strides (rows 16-byte aligned)
 // doc:       docs/kernels/16_final.md
 // =================================================================================================
 //
 // This header holds the kernel and its launcher for one config; final.cu instantiates the configs
 // of kernels/16_final/tuned_configs.h (rung 12's search, run again on this kernel).
 //
-// Grid: Nq / Br x H_q x B blocks in one dimension, block id = (b H_q + h) (Nq / Br) + x; block:
-// 32 * kWarps threads. Block (x, h, b) computes query rows [Br x, Br x + Br) of head (b, h),
-// which reads KV head h / (H_q / H_kv); warp w owns rows
+// Grid: Tq x H_q x B blocks in one dimension, Tq = ceil(Nq / Br) query tiles, block id =
+// (b H_q + h) Tq + (Tq - 1 - x): the query tiles of a head last to first (see block_coords);
+// block: 32 * kWarps threads. Block (x, h, b) computes query rows [Br x, Br x + Br) of head
+// (b, h) (those below Nq), which reads KV head h / (H_q / H_kv); warp w owns rows
 // [R w, R w + R) of the tile, R = Br / kWarps = 16 kMTiles: kMTiles M-tiles of 16 rows (the M
 // = 16 of one mma), M-tile mt being rows [R w + 16 mt, R w + 16 mt + 16).
+//
+// Lengths and masking. Query row i sees key k when k < Nk and, if causal, k <= i + Nk - Nq
+// (bottom-right aligned). For the block's rows [q0, q1), q1 = min(q0 + Br, Nq), the keys that
+// any row sees end at kv_end = Nk, or min(Nk, q1 + Nk - Nq) when causal; the keys that every row
+// sees at kv_full = Nk, or min(Nk, q0 + 1 + Nk - Nq). The block visits the KV tiles
+// j < ceil(kv_end / Bc) (none when kv_end <= 0: O = 0, LSE = -inf); tiles j >= kv_full / Bc
+// (floor) hold a key some row must not see, and are masked (scores set to -inf, which the
+// online softmax turns into P = 0); the others are not. Visited last to first, the masked tiles
+// come first: one masked kind of visit, then the plain one, with no test inside the plain loop.
+// The memory side: the last Q tile and the last K/V tile may be partial; their missing rows are
+// zero-filled by the copy (cp.async with 0 source bytes), never read from past the tensor's
+// end, and zero K/V rows keep NaN-free garbage out of the masked scores and of P·V. A warp whose
+// rows are all >= Nq (the last Q tile) skips the math of every visit and stores nothing.
 //
 // Shared memory (dynamic, (Br + 2 kStages Bc) * d * 2 bytes: 64 KiB for rung 11's shape at
 // d = 128), rows of d elements, each row's 16-byte chunks permuted by the XOR swizzle (element
@@ -171,17 +189,38 @@ struct TileCopy {
     }
     src += tile_step;
   }
+
+  // The same for a tile of which only the first `rows` (>= 1) rows exist: the last tile of a
+  // length that is not a multiple of kRows. A missing row is zero-filled (0 source bytes: nothing
+  // is read) and its address is the tile's first row, which exists: no address past the
+  // tensor's end is formed.
+  __device__ __forceinline__ void issue_rows(uint32_t tile_addr, int64_t rows) {
+    const int row = threadIdx.x / kChunksPerRow;
+    const T* first_row = src - row * (row_step / kRowsPerStep);
+    const T* from = src;
+#pragma unroll
+    for (int s = 0; s < kRows / kRowsPerStep; ++s) {
+      const bool exists = row + s * kRowsPerStep < rows;
+      ptx::cp_async::copy_16(tile_addr + dst_off + s * kRowsPerStep * kHeadDim * 2,
+                             exists ? from : first_row, exists ? 16 : 0);
+      from += row_step;
+    }
+    src += tile_step;
+  }
 };
 
 // Where this thread and block are. The block order (L2-aware): a 1D grid, block id =
-// (b H_q + h) Nq/Br + x, the query tile fastest. The blocks of one query head are consecutive,
-// and the G = H_q / H_kv query heads of a KV head are consecutive heads: all blocks that read the
-// same K and V are launched back to back, run at the same time, and visit the same K/V tiles in
-// the same order (last to first), so that each tile comes from DRAM about once and from L2 for
-// the others. 32-bit arithmetic: the block count is < 2^31 (supports_config).
-// The special registers are read through volatile asm, which the compiler does not merge: the
-// epilogue calls this again instead of keeping these values in registers through the KV loop,
-// where registers are scarcest (kept, ptxas spilled them around the loop at d = 128).
+// (b H_q + h) Tq + (Tq - 1 - x), Tq = ceil(Nq / Br), the query tile fastest and last to first:
+// with causal masking the last query tile has the most keys to visit, and the longest blocks
+// start first, so that the short ones fill the tail of the grid. The blocks of one query head
+// are consecutive, and the G = H_q / H_kv query heads of a KV head are consecutive heads: all
+// blocks that read the same K and V are launched back to back, run at the same time, and visit
+// the same K/V tiles in the same order (last to first), so that each tile comes from DRAM about
+// once and from L2 for the others. 32-bit arithmetic: the block count is < 2^31
+// (supports_config). The special registers are read through volatile asm, which the compiler
+// does not merge: the masked visits and the epilogue call this again instead of keeping these
+// values in registers through the KV loop, where registers are scarcest (kept, ptxas spilled
+// them around the loop at d = 128).
 struct Coords {
   int warp, lane;            // this thread
   int64_t x, b, h, h_kv;     // this block: query tile, batch, query head, KV head
@@ -191,13 +230,13 @@ __device__ __forceinline__ Coords block_coords(const AttnParams& p) {
   uint32_t tid, block;
   asm volatile("mov.u32 %0, %%tid.x;\n" : "=r"(tid));
   asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(block));
-  const uint32_t q_tiles = static_cast<uint32_t>(p.seqlen_q / kBr);
+  const uint32_t q_tiles = static_cast<uint32_t>((p.seqlen_q + kBr - 1) / kBr);
   const uint32_t head_id = block / q_tiles;  // b * H_q + h
   const uint32_t heads_q = static_cast<uint32_t>(p.heads_q);
   const uint32_t b = head_id / heads_q, h = head_id - b * heads_q;
   const uint32_t h_kv = h / (heads_q / static_cast<uint32_t>(p.heads_kv));
-  return {static_cast<int>(tid / 32), static_cast<int>(tid % 32), block - head_id * q_tiles, b,
-          h, h_kv};
+  return {static_cast<int>(tid / 32), static_cast<int>(tid % 32),
+          q_tiles - 1 - (block - head_id * q_tiles), b, h, h_kv};
 }
 
 // One KV tile of the online softmax for one M-tile (16 rows) of the warp, on the accumulator
@@ -282,6 +321,31 @@ __device__ __forceinline__ void online_softmax(float (&rS)[kSTiles][4], float (&
   }
 }
 
+// The mask of one M-tile (16 rows) in a visit of a KV tile that a row must not see whole (see
+// "Lengths and masking" above): the scores of the keys a row does not see become -inf, which
+// the online softmax turns into P = 0. Row `group` (r = 0) and `group + 8` (r = 1) of the M-tile
+// are query rows row0 and row0 + 8; accumulator element (nt, i) is key key0 + 8 nt + i % 2, with
+// key0 = j Bc + 2 quad. A row sees the keys [0, end): end - key0, clamped to [0, Bc], is the
+// first element column it does not see. 32-bit arithmetic: Nq, Nk <= 2^30 (supports_config),
+// and every register counts here (the masked visit is where the kernel needs the most).
+template <int kSTiles>
+__device__ __forceinline__ void mask_scores(float (&rS)[kSTiles][4], int row0, int key0,
+                                            const AttnParams& p) {
+  const int nk = static_cast<int>(p.seqlen_k), diag = nk - static_cast<int>(p.seqlen_q);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int end = p.causal ? min(nk, row0 + 8 * r + 1 + diag) : nk;
+    const int first_hidden = max(0, min(end - key0, 8 * kSTiles));
+#pragma unroll
+    for (int nt = 0; nt < kSTiles; ++nt) {
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        if (8 * nt + c >= first_hidden) rS[nt][2 * r + c] = -INFINITY;
+      }
+    }
+  }
+}
+
 // Register budget: Cfg::kMinBlocksPerSm blocks of Cfg::kThreads per SM (2 x 128 or 1 x 256), so
 // 65536 / 256 = 256 registers a thread (255 usable) either way. Two M-tiles per warp need most
 // of them at d = 128 (see rung 11's page).
@@ -307,7 +371,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   // before the loop) or read per KV tile, one slice at a time, double buffered: Cfg::kLoad.
   constexpr bool kQResident = Cfg::kQResident;
   constexpr int kQBufs = kQResident ? kQKSteps : 2;  // resident: one per slice; else two buffers
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "d = 64 or 128");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "d = 64, 128 or 256");
 
   // 1024-byte aligned: the XOR of a slice into (tile base + lane_off) needs tile bases that are
   // multiples of the row size (see "Addresses" above).
@@ -328,38 +392,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
                 q_row0 * p.q_stride.row;                                 // [kBr][d]
   const T* gK = static_cast<const T*>(p.k) + b * p.k_stride.batch + h_kv * p.k_stride.head;
   const T* gV = static_cast<const T*>(p.v) + b * p.v_stride.batch + h_kv * p.v_stride.head;
-  const int n_tiles = static_cast<int>(p.seqlen_k / kBc);  // < 2^31 (supports_config)
 
-  // The copiers. K and V start at the last tile (the first visited) and step back one tile per
-  // copy; Q is copied once.
-  TileCopy<T, kBc, kHeadDim, kThreads> copy_k(gK + (n_tiles - 1) * int64_t{kBc} * k_row, k_row,
-                                              -int64_t{kBc} * k_row);
-  TileCopy<T, kBc, kHeadDim, kThreads> copy_v(gV + (n_tiles - 1) * int64_t{kBc} * v_row, v_row,
-                                              -int64_t{kBc} * v_row);
-  constexpr uint32_t kRowBytes = kHeadDim * 2;       // R
-  constexpr uint32_t kStageBytes = kBc * kRowBytes;  // one K or V stage
-  const uint32_t sK_addr = ptx::smem_addr(sK), sV_addr = ptx::smem_addr(sV);
-
-  // ---------------------------------------------------------------------------------------------
-  // PROLOGUE: start the copies of the Q tile, K_{n-1} and V_{n-1} (one group), then of the
-  // tiles of the next S - 2 visits (one group each); the output accumulators and the running
-  // softmax statistics start empty.
-  // ---------------------------------------------------------------------------------------------
-  {
-    TileCopy<T, kBr, kHeadDim, kThreads> copy_q(gQ, p.q_stride.row, 0);
-    copy_q.issue(ptx::smem_addr(sQ));
-  }
-  copy_k.issue(sK_addr);
-  copy_v.issue(sV_addr);
-  ptx::cp_async::commit_group();  // group: Q, K_{n-1}, V_{n-1}
-#pragma unroll
-  for (int s = 1; s < kStages - 1; ++s) {
-    if (s < n_tiles) {
-      copy_k.issue(sK_addr + s * kStageBytes);
-      copy_v.issue(sV_addr + s * kStageBytes);
-    }
-    ptx::cp_async::commit_group();  // group: K_{n-1-s}, V_{n-1-s}
-  }
+  // The KV tiles of the block (see "Lengths and masking"): tiles [0, n_tiles) are visited, the
+  // tiles [n_full, n_tiles) masked. int: Nk <= 2^30 (supports_config).
+  const int64_t diag = p.seqlen_k - p.seqlen_q;  // causal: row i sees the keys k <= i + diag
+  const int64_t q_end = min(q_row0 + kBr, p.seqlen_q);
+  const int64_t kv_end = p.causal ? min(p.seqlen_k, q_end + diag) : p.seqlen_k;
+  const int64_t kv_full = p.causal ? min(p.seqlen_k, q_row0 + 1 + diag) : p.seqlen_k;
+  const int n_tiles = kv_end > 0 ? static_cast<int>((kv_end + kBc - 1) / kBc) : 0;
+  const int n_full = kv_full > 0 ? static_cast<int>(kv_full / kBc) : 0;
+  // A warp whose rows are all past Nq (in the last Q tile) copies and waits with the block but
+  // does no math (the main loop): a length one above a multiple of Br costs the tensor cores a
+  // few warps' work, not a whole block's.
+  const bool warp_has_rows = q_row0 + warp * kRowsPerWarp < p.seqlen_q;
 
   float rO[kMTiles][kOTiles][4];  // kRowsPerWarp x d per warp
 #pragma unroll
@@ -382,6 +427,40 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
       row_max[mt][r] = -INFINITY;  // running max of the raw (unscaled) scores
       row_sum[mt][r] = 0.f;        // this lane's part of the running sum
     }
+  }
+
+  // A block whose rows all see no key (causal, Nq > Nk) goes straight to the epilogue: O = 0.
+  if (n_tiles > 0) {
+  // The copiers. K and V start at the last tile (the first visited) and step back one tile per
+  // copy; Q is copied once.
+  TileCopy<T, kBc, kHeadDim, kThreads> copy_k(gK + (n_tiles - 1) * int64_t{kBc} * k_row, k_row,
+                                              -int64_t{kBc} * k_row);
+  TileCopy<T, kBc, kHeadDim, kThreads> copy_v(gV + (n_tiles - 1) * int64_t{kBc} * v_row, v_row,
+                                              -int64_t{kBc} * v_row);
+  constexpr uint32_t kRowBytes = kHeadDim * 2;       // R
+  constexpr uint32_t kStageBytes = kBc * kRowBytes;  // one K or V stage
+  const uint32_t sK_addr = ptx::smem_addr(sK), sV_addr = ptx::smem_addr(sV);
+
+  // ---------------------------------------------------------------------------------------------
+  // PROLOGUE: start the copies of the Q tile, K_{n-1} and V_{n-1} (one group), then of the
+  // tiles of the next S - 2 visits (one group each). The Q tile and tile n - 1 may be partial
+  // (the last of their tensor): they are the copies with zero fill.
+  // ---------------------------------------------------------------------------------------------
+  {
+    TileCopy<T, kBr, kHeadDim, kThreads> copy_q(gQ, p.q_stride.row, 0);
+    copy_q.issue_rows(ptx::smem_addr(sQ), p.seqlen_q - q_row0);
+  }
+  const int64_t last_rows = p.seqlen_k - (n_tiles - 1) * int64_t{kBc};  // keys of tile n - 1
+  copy_k.issue_rows(sK_addr, last_rows);
+  copy_v.issue_rows(sV_addr, last_rows);
+  ptx::cp_async::commit_group();  // group: Q, K_{n-1}, V_{n-1}
+#pragma unroll
+  for (int s = 1; s < kStages - 1; ++s) {
+    if (s < n_tiles) {
+      copy_k.issue(sK_addr + s * kStageBytes);
+      copy_v.issue(sV_addr + s * kStageBytes);
+    }
+    ptx::cp_async::commit_group();  // group: K_{n-1-s}, V_{n-1-s}
   }
 
   // The swizzled byte offset of this lane's row and chunk in every ldmatrix of the kernel, and
@@ -419,13 +498,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
 
   // ---------------------------------------------------------------------------------------------
   // ONE VISIT: tile j (j = n-1, n-2, ..., 0). kFirst: the first visit (j = n - 1), whose online
-  // softmax has nothing to rescale yet (rung 11). Called once with kFirst, then in the loop
-  // without: the loop body is one piece of straight-line code between its barriers.
+  // softmax has nothing to rescale yet (rung 11). kMask: a tile some row must not see whole
+  // (mask_scores). Called once with both, then in two loops, masked and plain: each loop body is
+  // one piece of straight-line code between its barriers.
   // ---------------------------------------------------------------------------------------------
-  auto visit = [&](int j, auto first) {
-    constexpr bool kFirst = decltype(first)::value;
-    const uint32_t kj_addr = k_addr + read_off;  // K_j, this lane's offset included
-    const uint32_t vj_addr = v_addr + read_off;  // V_j
+  // The copy side of a visit, which every warp takes part in: wait for K_j and V_j, start the
+  // copies of the tile S - 1 visits ahead; after the math, turn the ring.
+  auto begin_visit = [&](int j) {
     ptx::cp_async::wait_group<kWait>();  // K_j, V_j (and Q) landed; S - 2 newer groups may fly
     // Everyone's K_j and V_j landed; and every warp is done with the previous visit, so the
     // stage at write_off is free.
@@ -438,6 +517,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
       copy_v.issue(sV_addr + write_off);
     }
     ptx::cp_async::commit_group();  // group: K_{j-S+1}, V_{j-S+1}
+  };
+  auto end_visit = [&]() {
+    // The ring turns: this visit's stage is the next one's write stage.
+    write_off = read_off;
+    read_off = read_off + kStageBytes == kStages * kStageBytes ? 0 : read_off + kStageBytes;
+  };
+  auto visit = [&](int j, auto first, auto mask) {
+    constexpr bool kFirst = decltype(first)::value;
+    constexpr bool kMask = decltype(mask)::value;
+    const uint32_t kj_addr = k_addr + read_off;  // K_j, this lane's offset included
+    const uint32_t vj_addr = v_addr + read_off;  // V_j
+    begin_visit(j);
 
     // S = Q_w · K_jᵀ. A = Q (16 x 16 slice, row-major): its registers a0..a3 are the 8x8 blocks
     // (rows 0-7, dims 0-7), (rows 8-15, dims 0-7), (rows 0-7, dims 8-15), (rows 8-15, dims 8-15)
@@ -491,9 +582,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     }
 
     // Online softmax, M-tile by M-tile; the first visit's version has no rescale, the others
-    // rescale only the M-tiles whose max moved.
+    // rescale only the M-tiles whose max moved. A masked visit masks the M-tile's scores first;
+    // this lane's first row and key come from the coordinates, read again (see block_coords).
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
+      if constexpr (kMask) {
+        const Coords c = block_coords<kBr>(p);
+        const int row0 = static_cast<int>(c.x) * kBr + c.warp * kRowsPerWarp + 16 * mt;
+        mask_scores(rS[mt], row0 + c.lane / 4, j * kBc + 2 * (c.lane % 4), p);
+      }
       online_softmax<kFirst>(rS[mt], rO[mt], row_max[mt], row_sum[mt], scale_log2);
     }
 
@@ -547,17 +644,30 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
         }
       }
     }
-    // The ring turns: this visit's stage is the next one's write stage.
-    write_off = read_off;
-    read_off = read_off + kStageBytes == kStages * kStageBytes ? 0 : read_off + kStageBytes;
+    end_visit();
   };
 
   // ---------------------------------------------------------------------------------------------
-  // MAIN LOOP over the KV tiles, last to first: the first visit peeled, the rest counting down.
+  // MAIN LOOP over the KV tiles, last to first: the first visit peeled (masked: it may hold the
+  // keys past Nk or cross the diagonal), then the masked tiles, then the plain ones.
   // ---------------------------------------------------------------------------------------------
-  visit(n_tiles - 1, std::true_type{});
+  if (warp_has_rows) {
+    visit(n_tiles - 1, std::true_type{}, std::true_type{});
+    int j = n_tiles - 2;
 #pragma unroll 1
-  for (int j = n_tiles - 2; j >= 0; --j) visit(j, std::false_type{});
+    for (; j >= n_full; --j) visit(j, std::false_type{}, std::true_type{});
+#pragma unroll 1
+    for (; j >= 0; --j) visit(j, std::false_type{}, std::false_type{});
+  } else {
+    // A warp whose rows are all past Nq (the last Q tile): its share of the copies and of the
+    // barriers, no math. (Every warp meets the same barrier, one per visit, from either loop.)
+#pragma unroll 1
+    for (int j = n_tiles - 1; j >= 0; --j) {
+      begin_visit(j);
+      end_visit();
+    }
+  }
+  }  // n_tiles > 0
 
   // ---------------------------------------------------------------------------------------------
   // EPILOGUE: finish the row sums across the quad, normalise by 1/l, stage O in shared memory,
@@ -606,7 +716,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     for (int r = 0; r < 2; ++r) {
       row_sum[mt][r] += __shfl_xor_sync(0xffffffffu, row_sum[mt][r], 1);
       row_sum[mt][r] += __shfl_xor_sync(0xffffffffu, row_sum[mt][r], 2);
-      inv_sum[r] = 1.f / row_sum[mt][r];
+      // A row that saw no key (causal) has l = 0 and O = 0: it stores 0, not 0 / 0.
+      inv_sum[r] = row_sum[mt][r] > 0.f ? 1.f / row_sum[mt][r] : 0.f;
     }
 #pragma unroll
     for (int nt = 0; nt < kOTiles; ++nt) {
@@ -621,12 +732,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     if (p.lse != nullptr && quad == 0) {
       // LSE = ln(sum_j exp(scale * s_j)) = ln 2 * log2(sum_j 2^(s_j * c))
       //     = ln 2 * (m * c + log2(sum_j 2^(s_j * c - m * c))) = ln 2 * (m * c + log2(l)):
-      // the same natural-log LSE as before, computed from the base-2 quantities.
+      // the same natural-log LSE as before, computed from the base-2 quantities. A row that saw
+      // no key has m = -inf and l = 0: -inf. Rows past Nq are not stored.
       constexpr float kLn2 = 0.69314718055994530942f;
-      const int row = warp * kRowsPerWarp + mt * 16 + group;  // tile row of r = 0
-      float* lse = p.lse + (b * p.heads_q + h) * p.seqlen_q + q_row0 + row;
-      lse[0] = (row_max[mt][0] * scale_log2 + log2f(row_sum[mt][0])) * kLn2;
-      lse[8] = (row_max[mt][1] * scale_log2 + log2f(row_sum[mt][1])) * kLn2;
+      const int64_t row = q_row0 + warp * kRowsPerWarp + mt * 16 + group;  // row of r = 0
+      float* lse = p.lse + (b * p.heads_q + h) * p.seqlen_q + row;
+      if (row < p.seqlen_q) lse[0] = (row_max[mt][0] * scale_log2 + log2f(row_sum[mt][0])) * kLn2;
+      if (row + 8 < p.seqlen_q) {
+        lse[8] = (row_max[mt][1] * scale_log2 + log2f(row_sum[mt][1])) * kLn2;
+      }
     }
   }
   __syncwarp();  // the staged rows are complete (and visible to every lane of the warp)
@@ -640,12 +754,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
                          ((chunk % 8) ^ srow) * 16;
   T* o_lane = gO + (warp * kRowsPerWarp + srow) * p.o_stride.row + chunk * 8;  // 16-byte aligned
   const int64_t o_step = kRowsPerStore * p.o_stride.row;
+  // Rows of this lane's first store that exist (the last Q tile stops at Nq).
+  const int64_t rows_left = p.seqlen_q - (q_row0 + warp * kRowsPerWarp + srow);
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp / kRowsPerStore; ++i) {
     const uint32_t at =
         (r_off ^ (((i * kRowsPerStore) % 8) * 16)) + i * kRowsPerStore * kRegionRowBytes;
     const uint4 v = *reinterpret_cast<const uint4*>(stage_o + at);
-    ptx::st_global_cs_v4_b32(o_lane, v);
+    if (i * kRowsPerStore < rows_left) ptx::st_global_cs_v4_b32(o_lane, v);
     o_lane += o_step;
   }
   }
@@ -654,27 +770,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
 // "" when a kernel compiled for d = kHeadDim and Cfg can run p, else the rule broken.
 template <int kHeadDim, typename Cfg>
 std::string supports_config(const AttnParams& p) {
-  if (p.causal) {
-    return "causal masking is not supported yet (rung 16 keeps the non-causal contract of rungs "
-           "03-15 for now)";
-  }
   if (p.head_dim != kHeadDim) {
     return "this config is compiled for d = " + std::to_string(kHeadDim) + " (got " +
            std::to_string(p.head_dim) + ")";
   }
-  if (p.seqlen_q % Cfg::kBr != 0) {
-    return "Nq must be a multiple of Br = " + std::to_string(Cfg::kBr) + " (got " +
-           std::to_string(p.seqlen_q) + ")";
+  // Row and key indices and the tile counts are 32-bit in the kernel's loops.
+  if (p.seqlen_q > (int64_t{1} << 30) || p.seqlen_k > (int64_t{1} << 30)) {
+    return "Nq and Nk must be <= 2^30 (got Nq = " + std::to_string(p.seqlen_q) +
+           ", Nk = " + std::to_string(p.seqlen_k) + ")";
   }
-  if (p.seqlen_k % Cfg::kBc != 0) {
-    return "Nk must be a multiple of Bc = " + std::to_string(Cfg::kBc) + " (got " +
-           std::to_string(p.seqlen_k) + ")";
+  // One grid dimension: ceil(Nq / Br) x H_q x B blocks, at most 2^31 - 1.
+  const int64_t q_tiles = (p.seqlen_q + Cfg::kBr - 1) / Cfg::kBr;
+  if (q_tiles > INT_MAX / p.heads_q / p.batch) {
+    return "ceil(Nq / Br) x H_q x B must be <= 2^31 - 1 (the grid's block count)";
   }
-  // One grid dimension: Nq / Br x H_q x B blocks, at most 2^31 - 1.
-  if (p.seqlen_q / Cfg::kBr > INT_MAX / p.heads_q / p.batch) {
-    return "Nq / Br x H_q x B must be <= 2^31 - 1 (the grid's block count)";
-  }
-  if (p.seqlen_k / Cfg::kBc > INT_MAX) return "Nk / Bc must be <= 2^31 - 1 (an int32 tile count)";
   constexpr int kSmem = smem_bytes(Cfg::values(), kHeadDim);
   int device = 0, max_smem = 0;
   if (cudaGetDevice(&device) == cudaSuccess &&
@@ -700,7 +809,8 @@ void launch_specialised(const AttnParams& p, cudaStream_t stream) {
     FL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<T, kHeadDim, Cfg, kContiguousKV>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   }
-  const unsigned blocks = static_cast<unsigned>(p.seqlen_q / Cfg::kBr * p.heads_q * p.batch);
+  const int64_t q_tiles = (p.seqlen_q + Cfg::kBr - 1) / Cfg::kBr;
+  const unsigned blocks = static_cast<unsigned>(q_tiles * p.heads_q * p.batch);
   attention_kernel<T, kHeadDim, Cfg, kContiguousKV><<<blocks, Cfg::kThreads, kSmem, stream>>>(p);
 }
 

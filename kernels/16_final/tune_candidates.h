@@ -29,4 +29,7 @@
   FL_CANDIDATE(21, 128, 64, 32, 4, 2, 1) \
   FL_CANDIDATE(22, 128, 64, 64, 4, 2, 1) \
   FL_CANDIDATE(23, 128, 256, 32, 8, 2, 0) \
+  FL_CANDIDATE(24, 256, 128, 32, 8, 2, 0) \
+  FL_CANDIDATE(25, 256, 128, 32, 8, 3, 0) \
+  FL_CANDIDATE(26, 256, 128, 64, 8, 2, 0) \
   /* end */

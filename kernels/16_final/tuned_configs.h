@@ -4,6 +4,7 @@
 //   sm_90: tuned on NVIDIA H100 80GB HBM3 (cc 9.0) on 2026-11-22T04:42:19+00:00,
 //     B = H = 16, N = [1024, 4096]
 //   sm_80: not yet tuned (the hand-chosen default): run the tuner there
+//   d = 256: not yet tuned on either (the hand-chosen default)
 // sm = 90 serves compute capability 9.0 and later, sm = 80 every 8.x device. `tuned` is
 // false where the entry is still the hand-chosen default.
 #pragma once
@@ -26,6 +27,10 @@ constexpr TunedConfig kTunedConfigs[] = {
     {80, 128, DType::f16, {128, 32, 4, 2, kLoadQPerTile}, false},
     // not yet tuned: the hand-chosen default
     {80, 128, DType::bf16, {128, 32, 4, 2, kLoadQPerTile}, false},
+    // not yet tuned: the hand-chosen default
+    {80, 256, DType::f16, {128, 32, 8, 2, kLoadQPerTile}, false},
+    // not yet tuned: the hand-chosen default
+    {80, 256, DType::bf16, {128, 32, 8, 2, kLoadQPerTile}, false},
     // candidate 3, N=1024: 311, N=4096: 344 TFLOP/s
     {90, 64, DType::f16, {128, 64, 4, 3, kLoadQResident}, true},
     // candidate 3, N=1024: 302, N=4096: 345 TFLOP/s
@@ -34,6 +39,10 @@ constexpr TunedConfig kTunedConfigs[] = {
     {90, 128, DType::f16, {128, 64, 4, 2, kLoadQPerTile}, true},
     // candidate 14, N=1024: 362, N=4096: 381 TFLOP/s
     {90, 128, DType::bf16, {128, 64, 4, 2, kLoadQPerTile}, true},
+    // not yet tuned: the hand-chosen default
+    {90, 256, DType::f16, {128, 32, 8, 2, kLoadQPerTile}, false},
+    // not yet tuned: the hand-chosen default
+    {90, 256, DType::bf16, {128, 32, 8, 2, kLoadQPerTile}, false},
 };
 
 }  // namespace fl::k16_final
