@@ -57,10 +57,12 @@ int64_t span_elements(const Strides& s, int64_t batch, int64_t heads, int64_t ro
   if (last < 0) return -1;
   last = mul_add(s.row, rows - 1, last);
   if (last < 0) return -1;
-  return mul_add(1, head_dim, last);
+  last = mul_add(s.dim, head_dim - 1, last);
+  if (last < 0) return -1;
+  return mul_add(1, 1, last);
 }
 
-std::string check_common(const AttnParams& p) {
+std::string check_shape(const AttnParams& p) {
   std::ostringstream why;
   if (p.batch < 1 || p.heads_q < 1 || p.heads_kv < 1 || p.seqlen_q < 1 || p.seqlen_k < 1 ||
       p.head_dim < 1) {
@@ -77,6 +79,13 @@ std::string check_common(const AttnParams& p) {
     why << "softmax_scale must be finite and > 0 (got " << p.softmax_scale << ")";
     return why.str();
   }
+  return "";
+}
+
+std::string check_common(const AttnParams& p) {
+  const std::string shape = check_shape(p);
+  if (!shape.empty()) return shape;
+  std::ostringstream why;
   const struct {
     const char* name;
     const void* ptr;
@@ -96,13 +105,18 @@ std::string check_common(const AttnParams& p) {
       return why.str();
     }
     const Strides& s = *t.s;
+    if (s.dim != 1) {
+      why << t.name << "'s head-dimension stride must be 1 (got " << s.dim
+          << "): every kernel reads a row's d elements as contiguous 16-byte vectors";
+      return why.str();
+    }
     if (s.batch < 0 || s.head < 0 || s.row < 0) {
       why << t.name << " strides must be >= 0";
       return why.str();
     }
     if (t.rows > 1 && s.row < p.head_dim) {
       why << t.name << " row stride (" << s.row << ") must be >= d (" << p.head_dim
-          << "): the head dimension must be contiguous and rows must not overlap";
+          << "): rows must not overlap";
       return why.str();
     }
     if (s.row % 8 != 0 || s.head % 8 != 0 || s.batch % 8 != 0) {

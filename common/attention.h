@@ -18,9 +18,13 @@ enum class DType { f16, bf16 };
 inline const char* to_string(DType t) { return t == DType::f16 ? "fp16" : "bf16"; }
 inline int64_t element_size(DType) { return 2; }
 
-// Strides in elements. The head dimension is always contiguous (stride 1).
+// Strides in elements. `dim` is the stride of the head dimension: every kernel reads a row's d
+// elements as contiguous 16-byte vectors, so check_common rejects any dim other than 1. It is a
+// field at all so that a caller holding a non-contiguous view (a transposed tensor, a slice with a
+// step) can say so and get a clear error instead of silently wrong output.
 struct Strides {
   int64_t batch = 0, head = 0, row = 0;
+  int64_t dim = 1;
 };
 
 struct AttnParams {
@@ -56,9 +60,17 @@ AttnParams make_params(DType dtype, int64_t batch, int64_t heads, int64_t seqlen
 int64_t span_elements(const Strides& s, int64_t batch, int64_t heads, int64_t rows,
                       int64_t head_dim);
 
-// The rules every kernel shares: sizes >= 1, H_q a multiple of H_kv, pointers non-null and
-// 16-byte aligned, row strides multiples of 8 elements (16 bytes) and >= d, offsets that fit in
-// int64. Returns "" when the parameters are well formed, else the broken rule.
+// The rules on the sizes and the scale alone (no pointers, no strides): every size >= 1, H_q a
+// multiple of H_kv, softmax_scale finite and > 0. Returns "" when they hold, else the broken rule.
+// check_common starts with these; the harness checks a problem's shape with it before it
+// allocates anything (a reference of a shape that breaks them would divide by zero or read out
+// of bounds).
+std::string check_shape(const AttnParams& p);
+
+// The rules every kernel shares: check_shape, then pointers non-null and 16-byte aligned,
+// head-dimension strides 1, row strides multiples of 8 elements (16 bytes) and >= d, offsets that
+// fit in int64, LSE 4-byte aligned. Returns "" when the parameters are well formed, else the
+// broken rule.
 std::string check_common(const AttnParams& p);
 
 // Attention FLOPs: 4 * B * H_q * Nq * Nk * d (two GEMMs of 2 FLOPs per multiply-add),

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -54,13 +55,17 @@ __global__ void gather_to_fp32(float* dst, const void* src, DType dtype, Strides
 
 }  // namespace
 
-Problem::Problem(const ProblemSpec& spec) : spec_(spec) {
-  params_ = make_params(spec.dtype, spec.batch, spec.heads_q, spec.seqlen_q, spec.seqlen_k,
-                        spec.head_dim, spec.causal, spec.layout);
-  params_.heads_kv = spec.heads_kv;
-  params_.k_stride = params_.v_stride =
-      make_strides(spec.layout, spec.heads_kv, spec.seqlen_k, spec.head_dim);
-  if (spec.scale > 0.f) params_.softmax_scale = spec.scale;
+AttnParams ProblemSpec::params() const {
+  AttnParams p = make_params(dtype, batch, heads_q, seqlen_q, seqlen_k, head_dim, causal, layout);
+  p.heads_kv = heads_kv;
+  p.k_stride = p.v_stride = make_strides(layout, heads_kv, seqlen_k, head_dim);
+  if (scale != 0.f) p.softmax_scale = scale;  // a bad scale is kept, for check_shape to report
+  return p;
+}
+
+Problem::Problem(const ProblemSpec& spec) : spec_(spec), params_(spec.params()) {
+  const std::string bad = check_shape(params_);
+  if (!bad.empty()) throw std::invalid_argument("problem " + spec.describe() + ": " + bad);
   AttnParams& p = params_;
   q.resize(bytes_of(p, p.q_stride, p.heads_q, p.seqlen_q));
   k.resize(bytes_of(p, p.k_stride, p.heads_kv, p.seqlen_k));

@@ -24,11 +24,15 @@ struct ProblemSpec {
   float input_std = 1.0f;  // inputs are input_std * randn
   uint64_t seed = 1;
   std::string describe() const;  // "fp16 B=2 H=4/4 Nq=128 Nk=128 d=128 BHND"
+  // The problem's sizes, strides and scale as kernel parameters, pointers null.
+  AttnParams params() const;
 };
 
 // Device tensors for one problem, filled with seeded randn; O poisoned (NaN) until a kernel runs.
 class Problem {
  public:
+  // Throws std::invalid_argument, before allocating anything, when the spec breaks check_shape
+  // (a size < 1, H_q not a multiple of H_kv, a scale that is not finite and > 0).
   explicit Problem(const ProblemSpec& spec);
   // Fills Q, K, V from host fp32 arrays in [B, H, N, d] order instead of randn (for .npy input).
   void set_inputs(const float* q, const float* k, const float* v);

@@ -61,7 +61,8 @@ class Params(ctypes.Structure):
                 + [("causal", ctypes.c_int), ("softmax_scale", ctypes.c_float)]
                 + [(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse")]
                 + [(f"{t}_stride_{s}", ctypes.c_int64) for t in "qkvo"
-                   for s in ("batch", "head", "row")])
+                   for s in ("batch", "head", "row")]
+                + [(f"{t}_stride_dim", ctypes.c_int64) for t in "qkvo"])
 
 
 class Ladder:
@@ -102,16 +103,17 @@ class Ladder:
 
 
 def make_params(q, k, v, o, causal, scale):
-    """Params for torch tensors [B, H, N, d] (any strides with a contiguous last dimension)."""
+    """Params for torch tensors [B, H, N, d], strides as they are: a head dimension that is not
+    contiguous (stride_dim != 1) is refused by the library (fl_supports / fl_run say why)."""
     p = Params(dtype=0 if q.dtype == torch.float16 else 1, batch=q.shape[0], heads_q=q.shape[1],
                heads_kv=k.shape[1], seqlen_q=q.shape[2], seqlen_k=k.shape[2], head_dim=q.shape[3],
                causal=int(causal), softmax_scale=scale, q=q.data_ptr(), k=k.data_ptr(),
                v=v.data_ptr(), o=o.data_ptr(), lse=None)
     for name, t in (("q", q), ("k", k), ("v", v), ("o", o)):
-        assert t.stride(3) == 1, f"{name}: the head dimension must be contiguous"
         setattr(p, f"{name}_stride_batch", t.stride(0))
         setattr(p, f"{name}_stride_head", t.stride(1))
         setattr(p, f"{name}_stride_row", t.stride(2))
+        setattr(p, f"{name}_stride_dim", t.stride(3))
     return p
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched run on the GPU machine: build, test, verify, benchmark, compare, profile.
 #
-#   scripts/device_run.sh [stage ...]     stages: build test ladder bench sdpa ncu sanitize
+#   scripts/device_run.sh [stage ...]     stages: build test ladder bench sdpa ncu sanitize fuzz
 #                                         (default: build test ladder bench)
 # Environment:
 #   KERNELS=0,1,2        kernels for bench/sdpa (default: all)
@@ -10,6 +10,7 @@
 #   NCU_KERNELS="5 6"    kernels to profile     NCU_ARGS="..."  extra flags for profile_ncu.sh
 #   NCU_METRICS=a,b,c    metrics for every profiled kernel (default: profile_ncu.sh's set;
 #                        scripts/ncu_ladder_metrics.txt is the set the rung pages cite)
+#   FUZZ_SEEDS="1 2 3"   seeds for the fuzz stage   FL_FUZZ_CASES=N  cases per kernel and seed
 #   OUT=dir              where logs and JSON go (the device tool sets it)
 # Everything goes under $OUT/run/ and is packed into $OUT/run.tar.gz; a short table is printed
 # last.
@@ -42,7 +43,8 @@ fi
 
 if has test; then
   t0=$(date +%s)
-  ctest --test-dir build --output-on-failure -j 4 --timeout 900 >"$R/ctest.log" 2>&1; rc=$?
+  # The sanitize tests have a stage of their own.
+  ctest --test-dir build --output-on-failure -j 4 --timeout 900 -LE sanitize >"$R/ctest.log" 2>&1; rc=$?
   grep -E "tests passed|tests failed|Skipped|Failed|FAILED|\*\*\*" "$R/ctest.log" | tail -40
   note "ctest rc=$rc ($(( $(date +%s) - t0 )) s): $(grep -E 'tests passed' "$R/ctest.log")"
   [ $rc -ne 0 ] && status=1
@@ -80,11 +82,27 @@ if has ncu; then
 fi
 
 if has sanitize; then
-  for tool in memcheck racecheck synccheck initcheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 ./build/ladder --n 128 --batch 1 --heads 2 \
-      --repeats 1 --warmup 0 >"$R/sanitize_$tool.txt" 2>&1
-    note "compute-sanitizer $tool rc=$?"
-  done
+  # tests/sanitize.cmake: one ctest per tool and dtype, each running scripts/sanitize.sh.
+  t0=$(date +%s)
+  rm -rf build/sanitize
+  ctest --test-dir build -L sanitize --output-on-failure >"$R/sanitize_ctest.log" 2>&1; rc=$?
+  cp -r build/sanitize "$R/sanitize" 2>/dev/null
+  # One table of every run: the header once, then each test's rows.
+  { head -2 "$(ls build/sanitize/*/summary.md | head -1)"
+    awk 'FNR > 2' build/sanitize/*/summary.md; } >"$R/sanitize.md" 2>/dev/null
+  cat "$R/sanitize.md"
+  # Here a skip means no compute-sanitizer: the stage did not do its job.
+  skipped=$(grep -c "\*\*\*Skipped" "$R/sanitize_ctest.log")
+  note "sanitize rc=$rc, $skipped skipped ($(( $(date +%s) - t0 )) s): $(grep -E 'tests passed' "$R/sanitize_ctest.log")"
+  { [ $rc -ne 0 ] || [ "$skipped" -ne 0 ]; } && status=1
+fi
+
+if has fuzz; then
+  t0=$(date +%s)
+  OUT="$R" scripts/fuzz.sh ${FUZZ_SEEDS:-} >"$R/fuzz.txt" 2>&1; rc=$?
+  tail -20 "$R/fuzz.txt"
+  note "fuzz rc=$rc ($(( $(date +%s) - t0 )) s)"
+  [ $rc -ne 0 ] && status=1
 fi
 
 tar -czf "$OUT/run.tar.gz" -C "$OUT" run

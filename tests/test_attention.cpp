@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "common/attention.h"
 
@@ -100,6 +101,61 @@ TEST(CheckCommon, RejectsBadStrides) {
   p = valid_params();
   p.k_stride.row = 132;  // not a multiple of 8 elements
   EXPECT_NE(fl::check_common(p).find("multiples of 8"), std::string::npos);
+}
+
+TEST(CheckCommon, RejectsNonContiguousHeadDim) {
+  // A head dimension with stride 2 (e.g. every other element of a wider tensor): each tensor is
+  // refused by name, with the stride it was given.
+  const struct {
+    const char* name;
+    fl::Strides fl::AttnParams::*stride;
+  } tensors[] = {{"Q", &fl::AttnParams::q_stride},
+                 {"K", &fl::AttnParams::k_stride},
+                 {"V", &fl::AttnParams::v_stride},
+                 {"O", &fl::AttnParams::o_stride}};
+  for (const auto& t : tensors) {
+    fl::AttnParams p = valid_params();
+    (p.*t.stride).dim = 2;
+    EXPECT_NE(fl::check_common(p).find(std::string(t.name) +
+                                       "'s head-dimension stride must be 1 (got 2)"),
+              std::string::npos)
+        << t.name << ": " << fl::check_common(p);
+  }
+  for (int64_t dim : {0, -1}) {
+    fl::AttnParams p = valid_params();
+    p.v_stride.dim = dim;
+    EXPECT_NE(fl::check_common(p).find("V's head-dimension stride must be 1 (got " +
+                                       std::to_string(dim) + ")"),
+              std::string::npos)
+        << dim;
+  }
+}
+
+TEST(Strides, SpanCountsTheHeadDimStride) {
+  // One row of d = 4 elements 3 apart: offsets 0, 3, 6, 9, so it spans 10 elements.
+  fl::Strides s;
+  s.dim = 3;
+  EXPECT_EQ(fl::span_elements(s, 1, 1, 1, 4), 10);
+  s.dim = 1;
+  EXPECT_EQ(fl::span_elements(s, 1, 1, 1, 4), 4);
+}
+
+TEST(CheckShape, NeedsNoPointers) {
+  // The shape rules alone: a well-formed shape with null pointers passes; the size, head and
+  // scale rules give the same message as check_common.
+  fl::AttnParams p = fl::make_params(fl::DType::f16, 2, 4, 128, 128, 128);
+  EXPECT_EQ(fl::check_shape(p), "");
+  p.seqlen_k = 0;
+  EXPECT_NE(fl::check_shape(p).find("every size must be >= 1"), std::string::npos);
+  p = valid_params();
+  p.heads_q = 6;
+  p.heads_kv = 4;
+  EXPECT_EQ(fl::check_shape(p), fl::check_common(p));
+  EXPECT_NE(fl::check_shape(p).find("multiple of H_kv"), std::string::npos);
+  p = valid_params();
+  p.softmax_scale = -1.f;
+  EXPECT_EQ(fl::check_shape(p), fl::check_common(p));
+  EXPECT_NE(fl::check_shape(p).find("softmax_scale"), std::string::npos);
 }
 
 TEST(CheckCommon, RejectsOverflowingOffsets) {

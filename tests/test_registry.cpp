@@ -108,4 +108,22 @@ TEST(Registry, TiledKernelsRefuseRaggedLengths) {
   }
 }
 
+TEST(Registry, CublasBaselineRefusesRowStridesBeyondInt32) {
+  // Kernel 00 hands the row strides to cuBLAS as int leading dimensions: one past 2^31 - 1 would be
+  // truncated, so it is refused (and one just below is not).
+  const fl::KernelInfo* k = fl::find_kernel("00");
+  ASSERT_NE(k, nullptr);
+  fl::AttnParams p = shape(4, 128);
+  p.k_stride.row = (int64_t{1} << 31) + 8;
+  p.k_stride.head = 4 * p.k_stride.row;
+  p.k_stride.batch = 2 * p.k_stride.head;
+  const std::string why = fl::why_unsupported(*k, p);
+  EXPECT_NE(why.find("kernel 00_cublas"), std::string::npos) << why;
+  EXPECT_NE(why.find("row strides must fit in int32"), std::string::npos) << why;
+  p.k_stride.row = (int64_t{1} << 31) - 8;
+  p.k_stride.head = 4 * p.k_stride.row;
+  p.k_stride.batch = 2 * p.k_stride.head;
+  EXPECT_EQ(fl::why_unsupported(*k, p).find("row strides"), std::string::npos);
+}
+
 }  // namespace

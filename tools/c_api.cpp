@@ -43,10 +43,10 @@ std::string to_params(const fl_attention_params* c, fl::AttnParams* p) {
   p->v = c->v;
   p->o = c->o;
   p->lse = c->lse;
-  p->q_stride = {c->q_stride_batch, c->q_stride_head, c->q_stride_row};
-  p->k_stride = {c->k_stride_batch, c->k_stride_head, c->k_stride_row};
-  p->v_stride = {c->v_stride_batch, c->v_stride_head, c->v_stride_row};
-  p->o_stride = {c->o_stride_batch, c->o_stride_head, c->o_stride_row};
+  p->q_stride = {c->q_stride_batch, c->q_stride_head, c->q_stride_row, c->q_stride_dim};
+  p->k_stride = {c->k_stride_batch, c->k_stride_head, c->k_stride_row, c->k_stride_dim};
+  p->v_stride = {c->v_stride_batch, c->v_stride_head, c->v_stride_row, c->v_stride_dim};
+  p->o_stride = {c->o_stride_batch, c->o_stride_head, c->o_stride_row, c->o_stride_dim};
   return "";
 }
 
@@ -85,6 +85,7 @@ FL_API void fl_set_contiguous_strides(fl_attention_params* p) {
   p->k_stride_batch = p->v_stride_batch = kv.batch;
   p->k_stride_head = p->v_stride_head = kv.head;
   p->k_stride_row = p->v_stride_row = kv.row;
+  p->q_stride_dim = p->k_stride_dim = p->v_stride_dim = p->o_stride_dim = 1;
 }
 
 FL_API int fl_num_kernels(void) { return static_cast<int>(fl::all_kernels().size()); }

@@ -20,7 +20,8 @@
  *                   + [("causal", ctypes.c_int), ("softmax_scale", ctypes.c_float)]
  *                   + [(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse")]
  *                   + [(f"{t}_stride_{s}", I64) for t in "qkvo"
- *                      for s in ("batch", "head", "row")])
+ *                      for s in ("batch", "head", "row")]
+ *                   + [(f"{t}_stride_dim", I64) for t in "qkvo"])
  *   assert lib.fl_params_size() == ctypes.sizeof(Params)
  *   lib.fl_kernel_name.restype = ctypes.c_char_p
  *   q, k, v = (torch.randn(2, 4, 1024, 128, device="cuda", dtype=torch.half) for _ in range(3))
@@ -28,7 +29,8 @@
  *   p = Params(dtype=0, batch=2, heads_q=4, heads_kv=4, seqlen_q=1024, seqlen_k=1024,
  *              head_dim=128, causal=0, softmax_scale=128 ** -0.5,
  *              q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=None)
- *   lib.fl_set_contiguous_strides(ctypes.byref(p))  # or copy tensor.stride() into the fields
+ *   lib.fl_set_contiguous_strides(ctypes.byref(p))  # or copy tensor.stride() into the fields,
+ *                                                   # x_stride_dim included (it must be 1)
  *   err = ctypes.create_string_buffer(512)
  *   stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
  *   if lib.fl_run(3, ctypes.byref(p), stream, err, len(err)) != 0:
@@ -62,7 +64,9 @@ enum {
 
 /* The attention problem, field for field fl::AttnParams (common/attention.h).
  *   O[b, h, i, :] = softmax_j(scale * Q[b, h, i, :] . K[b, h / G, j, :]) . V[b, h / G, j, :]
- * with G = heads_q / heads_kv. Strides are in elements; the head dimension is contiguous. */
+ * with G = heads_q / heads_kv. Strides are in elements. The head dimension must be contiguous:
+ * every x_stride_dim must be 1 (a zero-initialised struct is refused until they are set). They
+ * come last so that the fields before them keep their places. */
 typedef struct fl_attention_params {
   int dtype;                /* 0 = fp16, 1 = bf16 (Q, K, V and O) */
   int64_t batch;            /* B */
@@ -82,12 +86,13 @@ typedef struct fl_attention_params {
   int64_t k_stride_batch, k_stride_head, k_stride_row;
   int64_t v_stride_batch, v_stride_head, v_stride_row;
   int64_t o_stride_batch, o_stride_head, o_stride_row;
+  int64_t q_stride_dim, k_stride_dim, v_stride_dim, o_stride_dim; /* head dimension: must be 1 */
 } fl_attention_params;
 
 /* sizeof(fl_attention_params), to check a foreign-language mirror of the struct. */
 FL_API size_t fl_params_size(void);
 
-/* Fills the 12 strides for contiguous [B, H, N, d] tensors from the sizes in *p. */
+/* Fills the 16 strides for contiguous [B, H, N, d] tensors from the sizes in *p. */
 FL_API void fl_set_contiguous_strides(fl_attention_params* p);
 
 /* The kernels the build compiled, sorted by number; index runs over 0 .. fl_num_kernels() - 1. */

@@ -6,8 +6,8 @@
 //   ./build/ladder --q q.npy --k k.npy --v v.npy --kernel 1 --o o.npy
 //   ./build/ladder --list                  the kernels this build has
 //
-// Exit status: 0 when every kernel that ran passed, 1 when one failed or an argument was bad,
-// 2 when there is no GPU.
+// Exit status: 0 when every kernel that ran passed, 1 when one failed, an explicitly named kernel
+// refused the shape, or an argument was bad, 2 when there is no GPU.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -212,6 +212,14 @@ int main(int argc, char** argv) {
       std::printf("%-22s %s\n", k->name().c_str(), k->title);
     }
     return 0;
+  }
+
+  // A shape that no kernel can run (a size < 1, H_q not a multiple of H_kv, a bad scale) is
+  // refused here, on any machine, with the rule it breaks.
+  const std::string bad_shape = fl::check_shape(opt.spec.params());
+  if (!bad_shape.empty()) {
+    std::fprintf(stderr, "ladder: %s: %s\n", opt.spec.describe().c_str(), bad_shape.c_str());
+    return 1;
   }
 
   std::string why_no_gpu;

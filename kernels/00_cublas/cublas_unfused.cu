@@ -113,7 +113,17 @@ void run(const AttnParams& p, cudaStream_t stream) {
   const int64_t pairs = p.batch * p.heads_q, nq = p.seqlen_q, nk = p.seqlen_k, d = p.head_dim;
   const int64_t per_pair = nq * nk * static_cast<int64_t>(sizeof(T));
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(pairs, kWorkspaceBytes / per_pair));
-  if (st.scores.bytes() < static_cast<size_t>(chunk * per_pair)) st.scores.resize(chunk * per_pair);
+  if (st.scores.bytes() < static_cast<size_t>(chunk * per_pair)) {
+    st.scores.resize(chunk * per_pair);
+    // Zeroed once per allocation, for compute-sanitizer's initcheck only: it does not register
+    // the cuBLAS GEMM's stores into S (why is not established; docs/results/sanitize_h100.md),
+    // so without this every softmax read of S is reported as a read of uninitialized memory.
+    // The zeros are never used: GEMM 1 (beta = 0) overwrites every score the softmax reads
+    // before it reads it, so results are unchanged, and the cost is one memset per (re)allocation,
+    // not per call. A GEMM that really left part of S unwritten would leave zeros for scores,
+    // and the wrong output that follows is what verification catches.
+    FL_CUDA_CHECK(cudaMemsetAsync(st.scores.get(), 0, st.scores.bytes(), stream));
+  }
   if (st.pointers.bytes() < static_cast<size_t>(6 * chunk * sizeof(void*))) {
     st.pointers.resize(6 * chunk * sizeof(void*));
   }
@@ -151,6 +161,10 @@ std::string supports(const AttnParams& p) {
   if (p.seqlen_q > INT32_MAX || p.seqlen_k > INT32_MAX) return "Nq and Nk must fit in int32 (cuBLAS)";
   if (p.seqlen_q * p.seqlen_k * 2 > kWorkspaceBytes) {
     return "Nq * Nk * 2 bytes must fit the 1 GiB score workspace";
+  }
+  // The row strides are cuBLAS's leading dimensions, which are int.
+  for (int64_t row : {p.q_stride.row, p.k_stride.row, p.v_stride.row, p.o_stride.row}) {
+    if (row > INT32_MAX) return "row strides must fit in int32 (cuBLAS leading dimensions)";
   }
   return "";
 }

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# compute-sanitizer on every kernel of the build: each tool, each dtype, a few small shapes.
+#
+#   scripts/sanitize.sh [options] [tool ...]    tools: memcheck racecheck synccheck initcheck
+#                                               (default: all four)
+#   --build DIR       the build holding ./ladder (default: build)
+#   --out DIR         logs and summary.md go here (default: out/sanitize)
+#   --dtype T         fp16 or bf16; repeatable (default: both)
+#   --sanitizer PATH  compute-sanitizer (default: the one on PATH, else under $CUDA_HOME/bin)
+#
+# Each run is `compute-sanitizer --tool T --error-exitcode 9 ladder <shape>`: ladder runs every
+# kernel that claims the shape (verified against the reference, then timed once) and skips the
+# others, so the shapes are chosen for every kernel to run at least one of them in each dtype:
+# N = 128 with d = 128 and d = 64 (every rung), ragged causal shapes with Nq != Nk (the rungs
+# with masking and any length) and d = 256 (the rungs that take it). One log per run,
+# <tool>_<dtype>_<shape>.log, and a markdown table of the reports, summary.md.
+#
+# Exit status: 0 when every run is clean (no report, every kernel check passed) and every kernel
+# ran at least one shape per tool and dtype; 1 otherwise; 77 when there is no compute-sanitizer
+# or no GPU (ctest's SKIP_RETURN_CODE: a skip, not a pass).
+set -uo pipefail
+
+build=build
+out=out/sanitize
+sanitizer=""
+dtypes=()
+tools=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --dtype) dtypes+=("$2"); shift 2 ;;
+    --sanitizer) sanitizer=$2; shift 2 ;;
+    memcheck|racecheck|synccheck|initcheck) tools+=("$1"); shift ;;
+    *) echo "sanitize.sh: unknown argument '$1'" >&2; exit 1 ;;
+  esac
+done
+[ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck initcheck)
+[ ${#dtypes[@]} -eq 0 ] && dtypes=(fp16 bf16)
+
+# Small shapes: racecheck instruments every shared-memory access and is the slow one. N = 128
+# still gives each tiled rung two or more KV tiles, so its pipeline (prefetch of the next tile
+# while the current one is used) is exercised.
+shapes=(
+  "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
+  "gqa_bnhd_n128_d64:--n 128 --d 64 --heads 4 --heads-kv 2 --layout bnhd"
+  "causal_nq77_nk141_d64_lse:--nq 77 --nk 141 --d 64 --heads 2 --causal --lse"
+  "causal_nq150_nk67_d128:--nq 150 --nk 67 --d 128 --heads 2 --causal"
+  "nq96_nk160_d256_lse:--nq 96 --nk 160 --d 256 --heads 2 --lse"
+)
+
+ladder=$build/ladder
+if [ ! -x "$ladder" ]; then
+  echo "sanitize.sh: $ladder not found (build first)" >&2
+  exit 1
+fi
+if [ -z "$sanitizer" ] || [ ! -x "$sanitizer" ]; then
+  sanitizer=$(command -v compute-sanitizer || true)
+  [ -z "$sanitizer" ] && [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" ] &&
+    sanitizer=${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer
+fi
+if [ -z "$sanitizer" ]; then
+  echo "SKIP: compute-sanitizer not found (it comes with the CUDA toolkit)"
+  exit 77
+fi
+# ladder exits 2 when there is no usable GPU; anything else but 0 is a broken build.
+"$ladder" --kernel 0 --n 8 --batch 1 --heads 1 --d 64 --warmup 0 --repeats 1 --no-verify \
+  >/dev/null 2>&1
+probe=$?
+if [ $probe -eq 2 ]; then
+  echo "SKIP: no GPU ($ladder says so)"
+  exit 77
+elif [ $probe -ne 0 ]; then
+  echo "sanitize.sh: $ladder failed on a trivial run (exit $probe)" >&2
+  exit 1
+fi
+
+mkdir -p "$out"
+mapfile -t kernels < <("$ladder" --list | awk '{print $1}')
+summary=$out/summary.md
+{
+  echo "| tool | dtype | shape | kernels run | reports | exit | result | s |"
+  echo "|---|---|---|---|---|---|---|---|"
+} >"$summary"
+status=0
+
+# The number of reports in a log: racecheck counts hazards (errors and warnings), the other
+# tools errors. Empty when the summary line is missing (the run died before the tool's report).
+count_reports() {
+  local tool=$1 log=$2
+  if [ "$tool" = racecheck ]; then
+    sed -nE 's/.*RACECHECK SUMMARY: .*\(([0-9]+) errors?, ([0-9]+) warnings?\).*/\1 \2/p' "$log" |
+      tail -1 | awk '{print $1 + $2}'
+  else
+    # The line that ends in the count: a second one ("N errors were not printed") may follow.
+    sed -nE 's/.*ERROR SUMMARY: ([0-9]+) errors?$/\1/p' "$log" | tail -1
+  fi
+}
+
+for tool in "${tools[@]}"; do
+  for dtype in "${dtypes[@]}"; do
+    declare -A ran=()
+    for entry in "${shapes[@]}"; do
+      name=${entry%%:*}
+      read -r -a args <<<"${entry#*:}"
+      log=$out/${tool}_${dtype}_${name}.log
+      t0=$(date +%s)
+      # The tool's report goes to a file of its own and is appended after ladder's output, so
+      # that the two never interleave inside a line of ladder's table.
+      "$sanitizer" --tool "$tool" --error-exitcode 9 --log-file "$log.tool" "$ladder" \
+        "${args[@]}" --dtype "$dtype" --batch 1 --warmup 0 --repeats 1 >"$log" 2>&1
+      rc=$?
+      seconds=$(( $(date +%s) - t0 ))
+      [ -f "$log.tool" ] && cat "$log.tool" >>"$log" && rm -f "$log.tool"
+      # Kernels that ran: the rows of ladder's table that are not "skipped:".
+      mapfile -t here < <(awk '$1 ~ /^[0-9][0-9]_/ && $2 != "skipped:" {print $1}' "$log")
+      for k in "${here[@]}"; do ran[$k]=1; done
+      reports=$(count_reports "$tool" "$log")
+      case $rc in
+        0) result=clean ;;
+        9) result="REPORTS" ;;
+        1) result="KERNEL CHECK FAILED" ;;
+        *) result="CRASHED" ;;
+      esac
+      if [ -z "$reports" ]; then
+        reports="?"
+        result="NO SUMMARY ($result)"
+      elif [ "$reports" -gt 0 ] && [ $rc -eq 0 ]; then
+        result=REPORTS  # racecheck warnings do not set the exit code; they count here
+      fi
+      [ "$result" != clean ] && status=1
+      echo "| $tool | $dtype | $name | ${#here[@]} | $reports | $rc | $result | $seconds |" >>"$summary"
+      echo "$tool $dtype $name: ${#here[@]} kernels, $reports reports, exit $rc, $result ($seconds s)"
+    done
+    missing=()
+    for k in "${kernels[@]}"; do [ -z "${ran[$k]:-}" ] && missing+=("$k"); done
+    if [ ${#missing[@]} -gt 0 ]; then
+      echo "| $tool | $dtype | (all) | ran no shape: ${missing[*]} | | | NOT COVERED | |" >>"$summary"
+      echo "$tool $dtype: kernels that ran no shape: ${missing[*]}"
+      status=1
+    fi
+    unset ran
+  done
+done
+
+echo
+cat "$summary"
+exit $status

@@ -1,0 +1,396 @@
+// Bad input, for every registered kernel: each rule of check_common, and each kernel's own rule on
+// the head dimension, is broken in turn on an otherwise valid problem. The contract
+// (docs/contract.md): the call throws fl::UnsupportedError whose message names the kernel and the
+// rule, before anything is launched, so O and the LSE stay bitwise as they were; the C API
+// (tools/fl_api.h) returns FL_UNSUPPORTED with the same message.
+//
+// Nothing runs on a refused input, so this test needs no GPU and runs in CI: where there is none,
+// host memory stands in for the device buffers (a kernel that wrongly accepted an input would try
+// to launch and fail with a CudaError, not the UnsupportedError expected). Where there is a GPU,
+// the buffers are device memory, read back after a device synchronisation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/attention.h"
+#include "common/cuda_check.h"
+#include "common/device_buffer.h"
+#include "common/registry.h"
+#include "tools/fl_api.h"
+
+namespace {
+
+// Bytes a kernel could be handed: device memory when there is a GPU, else host memory, 256-byte
+// aligned either way (as cudaMalloc's), so that an offset of 2 or 8 bytes is the only
+// misalignment.
+class Buffer {
+ public:
+  Buffer(size_t bytes, bool on_device) : bytes_(bytes), on_device_(on_device) {
+    if (on_device_) {
+      device_.resize(bytes);
+    } else {
+      host_.resize(bytes + kAlign);
+    }
+  }
+  unsigned char* get() {
+    if (on_device_) return device_.as<unsigned char>();
+    const uintptr_t a = reinterpret_cast<uintptr_t>(host_.data());
+    return host_.data() + (kAlign - a % kAlign) % kAlign;
+  }
+  void fill(unsigned char byte) {
+    if (on_device_) {
+      FL_CUDA_CHECK(cudaMemset(get(), byte, bytes_));
+    } else {
+      std::memset(get(), byte, bytes_);
+    }
+  }
+  // True when every byte still equals `byte`.
+  bool all_equal(unsigned char byte) {
+    std::vector<unsigned char> bytes(bytes_);
+    if (on_device_) {
+      FL_CUDA_CHECK(cudaDeviceSynchronize());  // anything a launch wrote has landed
+      FL_CUDA_CHECK(cudaMemcpy(bytes.data(), get(), bytes_, cudaMemcpyDeviceToHost));
+    } else {
+      std::memcpy(bytes.data(), get(), bytes_);
+    }
+    for (unsigned char b : bytes) {
+      if (b != byte) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr size_t kAlign = 256;
+  size_t bytes_;
+  bool on_device_;
+  fl::DeviceBuffer device_;
+  std::vector<unsigned char> host_;
+};
+
+// Q, K, V, O and the LSE, large enough for every case below (the largest is d = 512: 1 MiB a
+// tensor). O and the LSE are filled with 0xFF (a NaN in fp16, bf16 and fp32): after a refused
+// call they must still be.
+struct Buffers {
+  static constexpr size_t kTensorBytes = size_t{4} << 20;
+  explicit Buffers(bool on_device)
+      : q(kTensorBytes, on_device), k(kTensorBytes, on_device), v(kTensorBytes, on_device),
+        o(kTensorBytes, on_device), lse(size_t{64} << 10, on_device) {
+    q.fill(0);
+    k.fill(0);
+    v.fill(0);
+  }
+  Buffer q, k, v, o, lse;
+};
+
+constexpr unsigned char kPoison = 0xFF;
+
+// The base problem: valid for every kernel (fp16, B = 1, H_q = 4 over H_kv = 2, Nq = Nk = 256,
+// d = 128, non-causal, with LSE), so that each case breaks exactly the rule it names.
+fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128) {
+  fl::AttnParams p = fl::make_params(fl::DType::f16, 1, 4, 256, 256, head_dim);
+  p.heads_kv = 2;
+  // Rows padded to a multiple of 8 elements, for a head dim that is not one (16-byte rows).
+  const int64_t row = (head_dim + 7) / 8 * 8;
+  p.q_stride = p.o_stride = {p.heads_q * 256 * row, 256 * row, row};
+  p.k_stride = p.v_stride = {p.heads_kv * 256 * row, 256 * row, row};
+  p.q = b.q.get();
+  p.k = b.k.get();
+  p.v = b.v.get();
+  p.o = b.o.get();
+  p.lse = reinterpret_cast<float*>(b.lse.get());
+  return p;
+}
+
+// The head dims kernel k claims (docs/contract.md): any multiple of 8 for the cuBLAS baseline,
+// 64 and 128 for rungs 01-15, and 256 as well for rung 16.
+bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
+  if (k.number == 0) return d % 8 == 0;
+  if (k.number == 16) return d == 64 || d == 128 || d == 256;
+  return d == 64 || d == 128;
+}
+const int64_t kHeadDims[] = {8, 20, 32, 36, 48, 64, 96, 100, 128, 192, 256, 512};
+
+// fl::AttnParams -> the C API's struct, field for field.
+fl_attention_params to_c(const fl::AttnParams& p) {
+  fl_attention_params c{};
+  c.dtype = p.dtype == fl::DType::f16 ? 0 : 1;
+  c.batch = p.batch;
+  c.heads_q = p.heads_q;
+  c.heads_kv = p.heads_kv;
+  c.seqlen_q = p.seqlen_q;
+  c.seqlen_k = p.seqlen_k;
+  c.head_dim = p.head_dim;
+  c.causal = p.causal ? 1 : 0;
+  c.softmax_scale = p.softmax_scale;
+  c.q = p.q;
+  c.k = p.k;
+  c.v = p.v;
+  c.o = p.o;
+  c.lse = p.lse;
+  c.q_stride_batch = p.q_stride.batch;
+  c.q_stride_head = p.q_stride.head;
+  c.q_stride_row = p.q_stride.row;
+  c.q_stride_dim = p.q_stride.dim;
+  c.k_stride_batch = p.k_stride.batch;
+  c.k_stride_head = p.k_stride.head;
+  c.k_stride_row = p.k_stride.row;
+  c.k_stride_dim = p.k_stride.dim;
+  c.v_stride_batch = p.v_stride.batch;
+  c.v_stride_head = p.v_stride.head;
+  c.v_stride_row = p.v_stride.row;
+  c.v_stride_dim = p.v_stride.dim;
+  c.o_stride_batch = p.o_stride.batch;
+  c.o_stride_head = p.o_stride.head;
+  c.o_stride_row = p.o_stride.row;
+  c.o_stride_dim = p.o_stride.dim;
+  return c;
+}
+
+// Runs `k` on p through the C++ API and the C API and checks the contract for a refused input:
+// UnsupportedError naming the kernel and `rule`, the same message from why_unsupported, fl_run
+// (FL_UNSUPPORTED) and fl_supports (0), and O and the LSE untouched.
+void expect_refused(const fl::KernelInfo& k, const fl::AttnParams& p, const std::string& rule,
+                    Buffers& b) {
+  b.o.fill(kPoison);
+  b.lse.fill(kPoison);
+  std::string what;
+  try {
+    fl::run_kernel(k, p);
+    ADD_FAILURE() << k.name() << " accepted the input";
+    return;  // it launched: the C API would launch it again
+  } catch (const fl::UnsupportedError& e) {
+    what = e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << k.name() << " threw something else than UnsupportedError: " << e.what();
+    return;
+  }
+  EXPECT_NE(what.find(k.name()), std::string::npos) << "the message does not name the kernel: "
+                                                    << what;
+  EXPECT_NE(what.find(rule), std::string::npos) << "the message does not name the rule '" << rule
+                                                << "': " << what;
+  EXPECT_EQ(fl::why_unsupported(k, p), what);
+
+  const fl_attention_params c = to_c(p);
+  char err[1024], why[1024];
+  EXPECT_EQ(fl_run(k.number, &c, nullptr, err, sizeof(err)), FL_UNSUPPORTED) << what;
+  EXPECT_EQ(std::string(err), what);
+  EXPECT_EQ(fl_supports(k.number, &c, why, sizeof(why)), 0) << what;
+  EXPECT_EQ(std::string(why), what);
+
+  EXPECT_TRUE(b.o.all_equal(kPoison)) << k.name() << " wrote to O on a refused input (" << what
+                                      << ")";
+  EXPECT_TRUE(b.lse.all_equal(kPoison)) << k.name() << " wrote to the LSE on a refused input ("
+                                        << what << ")";
+}
+
+struct BadCase {
+  std::string name;
+  std::string rule;  // a piece of the message that names the broken rule
+  std::function<void(fl::AttnParams&)> apply;
+};
+
+// Every bad input of the contract, as changes to the base problem.
+std::vector<BadCase> bad_cases() {
+  std::vector<BadCase> cases;
+  using P = fl::AttnParams;
+  const struct {
+    const char* name;
+    const void* P::*ptr;
+    fl::Strides P::*stride;
+  } tensors[] = {{"Q", &P::q, &P::q_stride},
+                 {"K", &P::k, &P::k_stride},
+                 {"V", &P::v, &P::v_stride},
+                 {"O", nullptr, &P::o_stride}};  // O is a `void*`: set_ptr writes p.o
+  for (const auto& t : tensors) {
+    const std::string n = t.name;
+    const auto set_ptr = [t](P& p, const void* value) {
+      if (t.ptr != nullptr) {
+        p.*t.ptr = value;
+      } else {
+        p.o = const_cast<void*>(value);
+      }
+    };
+    const auto get_ptr = [t](const P& p) -> const char* {
+      return static_cast<const char*>(t.ptr != nullptr ? p.*t.ptr : p.o);
+    };
+    cases.push_back({n + " null", n + " is a null pointer",
+                     [set_ptr](P& p) { set_ptr(p, nullptr); }});
+    for (int offset : {2, 8}) {
+      cases.push_back({n + " misaligned by " + std::to_string(offset) + " bytes",
+                       n + " must be 16-byte aligned",
+                       [set_ptr, get_ptr, offset](P& p) { set_ptr(p, get_ptr(p) + offset); }});
+    }
+    for (int64_t dim : {2, 0, -1}) {
+      cases.push_back({n + " dim stride " + std::to_string(dim),
+                       n + "'s head-dimension stride must be 1",
+                       [t, dim](P& p) { (p.*t.stride).dim = dim; }});
+    }
+    cases.push_back({n + " row stride < d", n + " row stride",
+                     [t](P& p) { (p.*t.stride).row = p.head_dim - 8; }});
+    cases.push_back({n + " row stride not a multiple of 8", n + " strides must be multiples of 8",
+                     [t](P& p) { (p.*t.stride).row = p.head_dim + 4; }});
+    cases.push_back({n + " negative head stride", n + " strides must be >= 0",
+                     [t](P& p) { (p.*t.stride).head = -8; }});
+  }
+  cases.push_back({"LSE misaligned", "LSE must be 4-byte aligned", [](P& p) {
+                     p.lse = reinterpret_cast<float*>(reinterpret_cast<char*>(p.lse) + 2);
+                   }});
+  cases.push_back({"offsets past int64", "Q offsets overflow int64", [](P& p) {
+                     p.batch = int64_t{1} << 20;
+                     p.q_stride.batch = int64_t{1} << 50;
+                   }});
+  const struct {
+    const char* name;
+    int64_t P::*size;
+  } sizes[] = {{"B", &P::batch},     {"H_q", &P::heads_q},   {"H_kv", &P::heads_kv},
+               {"Nq", &P::seqlen_q}, {"Nk", &P::seqlen_k}, {"d", &P::head_dim}};
+  for (const auto& s : sizes) {
+    for (int64_t value : {int64_t{0}, int64_t{-1}, std::numeric_limits<int64_t>::min()}) {
+      cases.push_back({std::string(s.name) + " = " + std::to_string(value),
+                       "every size must be >= 1", [s, value](P& p) { p.*s.size = value; }});
+    }
+  }
+  cases.push_back({"H_q 3 over H_kv 2", "must be a multiple of H_kv", [](P& p) {
+                     p.heads_q = 3;
+                     p.heads_kv = 2;
+                   }});
+  cases.push_back({"H_q 4 over H_kv 3", "must be a multiple of H_kv", [](P& p) {
+                     p.heads_q = 4;
+                     p.heads_kv = 3;
+                   }});
+  for (float scale : {0.f, -0.f, -0.125f, std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::infinity()}) {
+    cases.push_back({"scale " + std::to_string(scale), "softmax_scale must be finite and > 0",
+                     [scale](P& p) { p.softmax_scale = scale; }});
+  }
+  return cases;
+}
+
+class BadInputTest : public ::testing::TestWithParam<const fl::KernelInfo*> {};
+
+TEST_P(BadInputTest, RefusedBeforeLaunchNamingKernelAndRule) {
+  const fl::KernelInfo& k = *GetParam();
+  Buffers b(fl::gpu_available());
+  const fl::AttnParams base = base_params(b);
+  // The base problem is valid: each case below breaks only the rule it names.
+  ASSERT_EQ(fl::why_unsupported(k, base), "") << k.name();
+  for (const BadCase& c : bad_cases()) {
+    SCOPED_TRACE(k.name() + ": " + c.name);
+    fl::AttnParams p = base;
+    c.apply(p);
+    expect_refused(k, p, c.rule, b);
+  }
+}
+
+TEST_P(BadInputTest, HeadDimsAreTheContractsExactly) {
+  // Every head dim the contract lists is accepted, every other one refused by the kernel's own
+  // rule ("head_dim ..."), with the same guarantees as the common rules.
+  const fl::KernelInfo& k = *GetParam();
+  Buffers b(fl::gpu_available());
+  int refused = 0;
+  for (int64_t d : kHeadDims) {
+    SCOPED_TRACE(k.name() + ": d = " + std::to_string(d));
+    const fl::AttnParams p = base_params(b, d);
+    if (claims_head_dim(k, d)) {
+      EXPECT_EQ(fl::why_unsupported(k, p), "");
+    } else {
+      expect_refused(k, p, "head_dim", b);
+      ++refused;
+    }
+  }
+  EXPECT_GE(refused, 3) << k.name() << ": the list must hold head dims the kernel refuses";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ladder, BadInputTest, ::testing::ValuesIn(fl::all_kernels()),
+                         [](const ::testing::TestParamInfo<const fl::KernelInfo*>& info) {
+                           return "k" + info.param->name();
+                         });
+
+// The C API's own checks, before any kernel rule.
+
+fl_attention_params valid_c_params(Buffers& b) { return to_c(base_params(b)); }
+
+TEST(CApi, ParamsSizeMatchesTheHeader) {
+  EXPECT_EQ(fl_params_size(), sizeof(fl_attention_params));
+}
+
+TEST(CApi, ContiguousStridesAreMakeStridesWithDimOne) {
+  fl_attention_params c{};
+  c.batch = 2;
+  c.heads_q = 8;
+  c.heads_kv = 2;
+  c.seqlen_q = 100;
+  c.seqlen_k = 300;
+  c.head_dim = 64;
+  fl_set_contiguous_strides(&c);
+  const fl::Strides q = fl::make_strides(fl::Layout::BHND, 8, 100, 64);
+  const fl::Strides kv = fl::make_strides(fl::Layout::BHND, 2, 300, 64);
+  for (const auto& [name, batch, head, row, dim, want] :
+       {std::make_tuple("q", c.q_stride_batch, c.q_stride_head, c.q_stride_row, c.q_stride_dim, q),
+        std::make_tuple("o", c.o_stride_batch, c.o_stride_head, c.o_stride_row, c.o_stride_dim, q),
+        std::make_tuple("k", c.k_stride_batch, c.k_stride_head, c.k_stride_row, c.k_stride_dim, kv),
+        std::make_tuple("v", c.v_stride_batch, c.v_stride_head, c.v_stride_row, c.v_stride_dim,
+                        kv)}) {
+    EXPECT_EQ(batch, want.batch) << name;
+    EXPECT_EQ(head, want.head) << name;
+    EXPECT_EQ(row, want.row) << name;
+    EXPECT_EQ(dim, 1) << name;
+  }
+}
+
+TEST(CApi, DimStridesLeftZeroAreRefused) {
+  // A caller that fills the batch, head and row strides but not the dim strides (zero-initialised
+  // struct, e.g. a mirror written before they existed) is told so, not run.
+  Buffers b(fl::gpu_available());
+  fl_attention_params c = valid_c_params(b);
+  c.q_stride_dim = c.k_stride_dim = c.v_stride_dim = c.o_stride_dim = 0;
+  char err[1024];
+  const int number = fl_kernel_number(0);
+  EXPECT_EQ(fl_run(number, &c, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
+  EXPECT_NE(std::string(err).find("Q's head-dimension stride must be 1 (got 0)"),
+            std::string::npos)
+      << err;
+}
+
+TEST(CApi, BadDtypeAndNullParamsAreRefusedNamingTheKernel) {
+  Buffers b(fl::gpu_available());
+  fl_attention_params c = valid_c_params(b);
+  c.dtype = 2;
+  char err[1024];
+  const int number = fl_kernel_number(0);
+  const std::string name = fl_kernel_name(0);
+  EXPECT_EQ(fl_run(number, &c, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
+  EXPECT_EQ(std::string(err), "kernel " + name + ": dtype must be 0 (fp16) or 1 (bf16), got 2");
+  EXPECT_EQ(fl_run(number, nullptr, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
+  EXPECT_EQ(std::string(err), "kernel " + name + ": params is a null pointer");
+}
+
+TEST(CApi, UnknownKernelNumber) {
+  Buffers b(fl::gpu_available());
+  const fl_attention_params c = valid_c_params(b);
+  char err[1024];
+  EXPECT_EQ(fl_run(99, &c, nullptr, err, sizeof(err)), FL_NO_SUCH_KERNEL);
+  EXPECT_NE(std::string(err).find("no kernel numbered 99"), std::string::npos) << err;
+  EXPECT_EQ(fl_supports(99, &c, err, sizeof(err)), 0);
+}
+
+TEST(CApi, MessageIsTruncatedToTheBuffer) {
+  // err_len bounds the write, NUL included: a short buffer gets the start of the message.
+  Buffers b(fl::gpu_available());
+  fl_attention_params c = valid_c_params(b);
+  c.q = nullptr;
+  char err[8];
+  std::memset(err, 'x', sizeof(err));
+  EXPECT_EQ(fl_run(fl_kernel_number(0), &c, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
+  EXPECT_EQ(std::string(err), "kernel ");
+}
+
+}  // namespace
