@@ -56,8 +56,10 @@
 // come first: one masked kind of visit, then the plain one, with no test inside the plain loop.
 // The memory side: the last Q tile and the last K/V tile may be partial; their missing rows are
 // zero-filled by the copy (cp.async with 0 source bytes), never read from past the tensor's
-// end, and zero K/V rows keep NaN-free garbage out of the masked scores and of P·V. A warp whose
-// rows are all >= Nq (the last Q tile) skips the math of every visit and stores nothing.
+// end, and zero K/V rows keep NaN-free garbage out of the masked scores and of P·V. Rows >= Nq
+// of the last Q tile are computed (on zero queries) like the others and not stored: skipping a
+// warp whose rows are all past Nq needs a branch around the math (it spilled) or a second loop
+// whose barrier the other warps do not execute (not allowed for __syncthreads; see the page).
 //
 // Shared memory (dynamic, (Br + 2 kStages Bc) * d * 2 bytes: 64 KiB for rung 11's shape at
 // d = 128), rows of d elements, each row's 16-byte chunks permuted by the XOR swizzle (element
@@ -401,10 +403,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const int64_t kv_full = p.causal ? min(p.seqlen_k, q_row0 + 1 + diag) : p.seqlen_k;
   const int n_tiles = kv_end > 0 ? static_cast<int>((kv_end + kBc - 1) / kBc) : 0;
   const int n_full = kv_full > 0 ? static_cast<int>(kv_full / kBc) : 0;
-  // A warp whose rows are all past Nq (in the last Q tile) copies and waits with the block but
-  // does no math (the main loop): a length one above a multiple of Br costs the tensor cores a
-  // few warps' work, not a whole block's.
-  const bool warp_has_rows = q_row0 + warp * kRowsPerWarp < p.seqlen_q;
 
   float rO[kMTiles][kOTiles][4];  // kRowsPerWarp x d per warp
 #pragma unroll
@@ -502,9 +500,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   // (mask_scores). Called once with both, then in two loops, masked and plain: each loop body is
   // one piece of straight-line code between its barriers.
   // ---------------------------------------------------------------------------------------------
-  // The copy side of a visit, which every warp takes part in: wait for K_j and V_j, start the
-  // copies of the tile S - 1 visits ahead; after the math, turn the ring.
-  auto begin_visit = [&](int j) {
+  auto visit = [&](int j, auto first, auto mask) {
+    constexpr bool kFirst = decltype(first)::value;
+    constexpr bool kMask = decltype(mask)::value;
+    const uint32_t kj_addr = k_addr + read_off;  // K_j, this lane's offset included
+    const uint32_t vj_addr = v_addr + read_off;  // V_j
     ptx::cp_async::wait_group<kWait>();  // K_j, V_j (and Q) landed; S - 2 newer groups may fly
     // Everyone's K_j and V_j landed; and every warp is done with the previous visit, so the
     // stage at write_off is free.
@@ -517,18 +517,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
       copy_v.issue(sV_addr + write_off);
     }
     ptx::cp_async::commit_group();  // group: K_{j-S+1}, V_{j-S+1}
-  };
-  auto end_visit = [&]() {
-    // The ring turns: this visit's stage is the next one's write stage.
-    write_off = read_off;
-    read_off = read_off + kStageBytes == kStages * kStageBytes ? 0 : read_off + kStageBytes;
-  };
-  auto visit = [&](int j, auto first, auto mask) {
-    constexpr bool kFirst = decltype(first)::value;
-    constexpr bool kMask = decltype(mask)::value;
-    const uint32_t kj_addr = k_addr + read_off;  // K_j, this lane's offset included
-    const uint32_t vj_addr = v_addr + read_off;  // V_j
-    begin_visit(j);
 
     // S = Q_w · K_jᵀ. A = Q (16 x 16 slice, row-major): its registers a0..a3 are the 8x8 blocks
     // (rows 0-7, dims 0-7), (rows 8-15, dims 0-7), (rows 0-7, dims 8-15), (rows 8-15, dims 8-15)
@@ -644,29 +632,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
         }
       }
     }
-    end_visit();
+    // The ring turns: this visit's stage is the next one's write stage.
+    write_off = read_off;
+    read_off = read_off + kStageBytes == kStages * kStageBytes ? 0 : read_off + kStageBytes;
   };
 
   // ---------------------------------------------------------------------------------------------
   // MAIN LOOP over the KV tiles, last to first: the first visit peeled (masked: it may hold the
   // keys past Nk or cross the diagonal), then the masked tiles, then the plain ones.
   // ---------------------------------------------------------------------------------------------
-  if (warp_has_rows) {
-    visit(n_tiles - 1, std::true_type{}, std::true_type{});
-    int j = n_tiles - 2;
+  visit(n_tiles - 1, std::true_type{}, std::true_type{});
+  int j = n_tiles - 2;
 #pragma unroll 1
-    for (; j >= n_full; --j) visit(j, std::false_type{}, std::true_type{});
+  for (; j >= n_full; --j) visit(j, std::false_type{}, std::true_type{});
 #pragma unroll 1
-    for (; j >= 0; --j) visit(j, std::false_type{}, std::false_type{});
-  } else {
-    // A warp whose rows are all past Nq (the last Q tile): its share of the copies and of the
-    // barriers, no math. (Every warp meets the same barrier, one per visit, from either loop.)
-#pragma unroll 1
-    for (int j = n_tiles - 1; j >= 0; --j) {
-      begin_visit(j);
-      end_visit();
-    }
-  }
+  for (; j >= 0; --j) visit(j, std::false_type{}, std::false_type{});
   }  // n_tiles > 0
 
   // ---------------------------------------------------------------------------------------------
