@@ -178,6 +178,21 @@ TEST(Numerics, LatticeScoresAreExactInFp32) {
   }
 }
 
+// Runs `kernel` on the problem `s` with the host inputs `in`, through fl::verify against the
+// reference (a failure is reported here). False, and nothing run, when the kernel does not claim
+// the shape.
+bool verify_on(const fl::KernelInfo& kernel, const fl::ProblemSpec& s, const Inputs& in,
+               fl::CublasHandle& cublas) {
+  fl::Problem problem(s);
+  if (!fl::why_unsupported(kernel, problem.params()).empty()) return false;
+  problem.set_inputs(in.q.data(), in.k.data(), in.v.data());
+  fl::Reference ref(problem, cublas);
+  const fl::Verdict v = fl::verify(kernel, problem, ref);
+  EXPECT_TRUE(v.passed) << v.why << " [max err " << v.out.max_abs_err << ", tolerance "
+                        << v.tolerance << "]";
+  return true;
+}
+
 class NumericsTest : public ::testing::TestWithParam<const fl::KernelInfo*> {};
 
 TEST_P(NumericsTest, LargeMagnitude) {
@@ -253,14 +268,7 @@ TEST_P(NumericsTest, LargeMagnitude) {
       Rng r(1000 + static_cast<uint64_t>(t));
       Inputs in = sized(s);
       c.make(in, t, r);
-      fl::Problem problem(s);
-      if (!fl::why_unsupported(kernel, problem.params()).empty()) continue;
-      ++claimed;
-      problem.set_inputs(in.q.data(), in.k.data(), in.v.data());
-      fl::Reference ref(problem, cublas);
-      const fl::Verdict v = fl::verify(kernel, problem, ref);
-      EXPECT_TRUE(v.passed) << v.why << " [max err " << v.out.max_abs_err << ", tolerance "
-                            << v.tolerance << "]";
+      if (verify_on(kernel, s, in, cublas)) ++claimed;
     }
   }
   EXPECT_EQ(claimed, 8) << kernel.name() << " must claim B = 1, H = 2/1, N = 256, d = 128";
@@ -327,15 +335,7 @@ TEST_P(NumericsTest, DominantKey) {
     SCOPED_TRACE(kernel.name() + " " + fl::to_string(t));
     const fl::ProblemSpec s = spec_of(t, 2, 2);
     Rng r(2000 + static_cast<uint64_t>(t));
-    const Inputs in = dominant_inputs(s, r);
-    fl::Problem problem(s);
-    if (!fl::why_unsupported(kernel, problem.params()).empty()) continue;
-    ++claimed;
-    problem.set_inputs(in.q.data(), in.k.data(), in.v.data());
-    fl::Reference ref(problem, cublas);
-    const fl::Verdict v = fl::verify(kernel, problem, ref);
-    EXPECT_TRUE(v.passed) << v.why << " [max err " << v.out.max_abs_err << ", tolerance "
-                          << v.tolerance << "]";
+    if (verify_on(kernel, s, dominant_inputs(s, r), cublas)) ++claimed;
   }
   EXPECT_EQ(claimed, 2) << kernel.name() << " must claim B = 1, H = 2, N = 256, d = 128";
 }
