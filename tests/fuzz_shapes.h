@@ -90,11 +90,7 @@ inline ProblemSpec draw_spec(std::mt19937_64& rng, const TileOf& tile_of) {
 // alignment, so a draw the kernel refuses costs no allocation. Never launched; the test checks
 // the claim again on the real Problem before running it.
 inline AttnParams shape_params(const ProblemSpec& s) {
-  AttnParams p = make_params(s.dtype, s.batch, s.heads_q, s.seqlen_q, s.seqlen_k, s.head_dim,
-                             s.causal, s.layout);
-  p.heads_kv = s.heads_kv;
-  p.k_stride = p.v_stride = make_strides(s.layout, s.heads_kv, s.seqlen_k, s.head_dim);
-  if (s.scale > 0.f) p.softmax_scale = s.scale;
+  AttnParams p = s.params();  // sizes, strides and scale as the Problem will have them
   p.q = reinterpret_cast<void*>(0x1000);
   p.k = reinterpret_cast<void*>(0x2000);
   p.v = reinterpret_cast<void*>(0x3000);
