@@ -3,13 +3,13 @@
 
   python3 scripts/contract_table.py DIR [--kernel 16_final]
 
-DIR holds the JSON files of compare_sdpa.py that contract_bench.sh writes (plus1_r*.json,
-plus1_b8_r*.json, plus1_causal_r*.json, causal.json, d256.json, d256_causal.json). Prints
-Markdown: the cost of a length one above a block multiple (TFLOP/s at N + 1 over TFLOP/s at N,
-per repeat), and TFLOP/s against FlashAttention-2 (SDPA's flash backend, same process).
+DIR holds what contract_bench.sh writes: plus1.json (scripts/plus1_bench.py) and the JSON files
+of compare_sdpa.py (causal.json, d256.json, d256_causal.json). Prints Markdown: the cost of a
+length one above a block multiple (TFLOP/s at N + 1 over TFLOP/s at N, the median of alternating
+rounds, FlashAttention-2's beside it), and TFLOP/s against FlashAttention-2 (SDPA's flash
+backend, same process).
 """
 import argparse
-import glob
 import json
 import os
 
@@ -26,25 +26,21 @@ def tflops(rs, impl, n):
     return None
 
 
-def plus1(dir_, kernel):
-    out = ["| series | B | N | TFLOP/s at N | at N + 1 | N + 1 / N |", "|---|---:|---:|---|---|---|"]
-    for pattern, label in (("plus1_r*.json", "non-causal"), ("plus1_b8_r*.json", "non-causal"),
-                           ("plus1_causal_r*.json", "causal")):
-        files = sorted(glob.glob(os.path.join(dir_, pattern)))
-        if not files:
-            continue
-        runs = [rows(f) for f in files]
-        ns = sorted({r["N"] for r in runs[0] if r["impl"] == kernel and r["N"] % 2 == 0})
-        for n in ns:
-            a = [tflops(rs, kernel, n) for rs in runs]
-            b = [tflops(rs, kernel, n + 1) for rs in runs]
-            if None in a or None in b:
-                continue
-            ratios = [y / x for x, y in zip(a, b)]
-            batch = next(r["B"] for r in runs[0] if r["impl"] == kernel and r["N"] == n)
-            out.append(f"| {label} | {batch} | {n} | {' / '.join(f'{x:.1f}' for x in a)} | "
-                       f"{' / '.join(f'{y:.1f}' for y in b)} | "
-                       f"{' / '.join(f'{q:.3f}' for q in ratios)} |")
+def plus1(dir_):
+    path = os.path.join(dir_, "plus1.json")
+    if not os.path.exists(path):
+        return "(no plus1.json)"
+    with open(path) as f:
+        doc = json.load(f)
+    out = [f"{doc['kernel']}, median of {doc['rounds']} alternating rounds (min-max):", "",
+           "| series | B | N | TFLOP/s at N | at N + 1 | N + 1 / N | min-max | FA2: N + 1 / N |",
+           "|---|---:|---:|---:|---:|---:|---|---:|"]
+    for p in doc["pairs"]:
+        out.append(f"| {'causal' if p['causal'] else 'non-causal'} | {p['B']} | {p['N']} | "
+                   f"{p['ours_tflops_n']:.1f} | {p['ours_tflops_n1']:.1f} | "
+                   f"{p['ours_ratio_median']:.3f} | "
+                   f"{p['ours_ratio_min']:.3f}-{p['ours_ratio_max']:.3f} | "
+                   f"{p['fa2_ratio_median']:.3f} |")
     return "\n".join(out)
 
 
@@ -71,8 +67,8 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--kernel", default="16_final")
     args = ap.parse_args()
-    print("A length one above a block multiple (TFLOP/s per repeat):\n")
-    print(plus1(args.dir, args.kernel))
+    print("A length one above a block multiple:\n")
+    print(plus1(args.dir))
     for name, title in (("causal", "causal, fp16, d = 128"), ("d256", "d = 256, fp16"),
                         ("d256_causal", "d = 256, fp16, causal")):
         table = against_fa2(os.path.join(args.dir, name + ".json"), args.kernel, title)

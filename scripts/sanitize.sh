@@ -40,13 +40,16 @@ done
 
 # Small shapes: racecheck instruments every shared-memory access and is the slow one. N = 128
 # still gives each tiled rung two or more KV tiles, so its pipeline (prefetch of the next tile
-# while the current one is used) is exercised.
+# while the current one is used) is exercised. The ragged ones also end in the short tiles of
+# rung 16 (kernels/16_final/final.cuh): a query tile of few rows, split across the warps (22 rows
+# at d = 128, 12 at d = 64, 2 at d = 256), and a last KV tile of at most 16 keys, the narrow
+# first visit (3, 13 and 12 keys).
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
   "gqa_bnhd_n128_d64:--n 128 --d 64 --heads 4 --heads-kv 2 --layout bnhd"
-  "causal_nq77_nk141_d64_lse:--nq 77 --nk 141 --d 64 --heads 2 --causal --lse"
+  "causal_nq140_nk141_d64_lse:--nq 140 --nk 141 --d 64 --heads 2 --causal --lse"
   "causal_nq150_nk67_d128:--nq 150 --nk 67 --d 128 --heads 2 --causal"
-  "nq96_nk160_d256_lse:--nq 96 --nk 160 --d 256 --heads 2 --lse"
+  "nq130_nk140_d256_lse:--nq 130 --nk 140 --d 256 --heads 2 --lse"
 )
 
 ladder=$build/ladder

@@ -348,6 +348,119 @@ __device__ __forceinline__ void mask_scores(float (&rS)[kSTiles][4], int row0, i
   }
 }
 
+// A query tile with few rows: the last tile of a length just above a block multiple (Nq = 2049
+// is 16 whole tiles of 128 rows and one of 1 row), or the only tile of a short Nq. Its rows all
+// belong to the first warp (or the first few), and the others would compute on zero queries: a
+// block that takes a whole tile's time for one row, 1/16 more time at Nq = 2049. Instead, its
+// warps share the keys. The warps are cut into kSlabs groups of kSplit; group g (a "slab") owns
+// rows [R g, R g + R) of the tile (R = kRowsPerWarp, as warp g does in a whole tile), and its
+// warp number s of kSplit takes the keys [s kKeys, s kKeys + kKeys) of every KV tile, kKeys =
+// Bc / kSplit: the same M-tiles as always, 1/kSplit of the keys, its own running max, sums and
+// O. After the last tile the warps of a slab merge their (m, l, O) (merge_split), as the online
+// softmax folds in a tile, and the slab's first warp stores the rows. kSplit is the largest of 8,
+// 4, 2 that divides Bc / 16 (a warp's keys are whole 16-key k-steps of P·V) and is at most the
+// warps; at d = 128, Bc = 64 and 4 warps, a tile of at most 32 rows runs with 16 keys a warp.
+// The merge goes through the shared memory past the slabs' Q rows (the K/V stages, free after
+// the loop); a config whose partials do not fit there does not split.
+//
+// split_shape: these numbers for a config, as values (tests/test_short_tiles.cu reads them for the
+// configs rung 16 runs); SplitKeys: the same for the kernel's config type.
+struct SplitShape {
+  int split, keys, rows;
+  bool enabled;
+};
+constexpr SplitShape split_shape(const k12_autotune::ConfigValues& c, int head_dim) {
+  int split = 1;
+  for (int s = 8; s > 1 && split == 1; s /= 2) {
+    if (s <= c.warps && (c.bc / 16) % s == 0) split = s;
+  }
+  const int slabs = c.warps / split, rows_per_warp = c.br / c.warps;
+  const int rows = slabs * rows_per_warp;
+  // One float4 a lane for each n-tile of O and one for {m0, m1, l0, l1}, per M-tile, for every
+  // warp but the slabs' first; they go past the slabs' Q rows.
+  const int partial_bytes = (c.warps - slabs) * (rows_per_warp / 16) * (head_dim / 8 + 1) * 32 * 16;
+  const int free_bytes = k12_autotune::smem_bytes(c, head_dim) - rows * head_dim * 2;
+  return {split, c.bc / split, rows, split > 1 && partial_bytes <= free_bytes};
+}
+
+template <typename Cfg, int kHeadDim>
+struct SplitKeys {
+  static constexpr SplitShape kShape = split_shape(Cfg::values(), kHeadDim);
+  static constexpr int kSplit = kShape.split;      // warps per slab
+  static constexpr int kKeys = kShape.keys;        // keys a warp takes per tile
+  static constexpr int kRows = kShape.rows;        // the most rows a split tile has
+  static constexpr bool kEnabled = kShape.enabled;
+
+  // Whether query tile x is split: it has at most kRows rows (block-uniform).
+  __device__ __forceinline__ static bool applies(const AttnParams& p, int64_t x) {
+    return kEnabled && p.seqlen_q - x * Cfg::kBr <= kRows;
+  }
+};
+
+// The end of a split tile (SplitKeys): the warps of a slab but its first write their running
+// max, row sums and O (fp32, this lane's fragments) to shared memory past the slabs' Q rows;
+// the first warp folds each in. For rows with maxima m1 (its own) and m2 (another warp's), m =
+// max(m1, m2) and f_i = 2^(m_i c - m c): l = f1 l1 + f2 l2, O = f1 O1 + f2 O2 (a warp whose keys
+// a row does not see has m_i = -inf: f_i = 0). Lanes exchange with the same lane of another
+// warp: the same rows and columns, no shuffles; the row sums stay per lane (the epilogue adds
+// the quad's). Every thread of the block calls this (two barriers); returns whether this warp
+// stores its slab's rows. float4 per lane, 32 lanes apart: 512 contiguous bytes a store.
+template <typename Split, int kHeadDim, int kMTiles, int kOTiles>
+__device__ __forceinline__ bool merge_split(unsigned char* smem, int warp, int lane,
+                                            float (&rO)[kMTiles][kOTiles][4],
+                                            float (&row_max)[kMTiles][2],
+                                            float (&row_sum)[kMTiles][2], float scale_log2) {
+  // part[((w kMTiles + mt) (kOTiles + 1) + i) 32 + lane], w the writing warp's number among
+  // the writers: i < kOTiles is n-tile i of O, i = kOTiles the row maxima and sums.
+  float4* part = reinterpret_cast<float4*>(smem + Split::kRows * kHeadDim * 2);
+  const int slab = warp / Split::kSplit, member = warp % Split::kSplit;
+  __syncthreads();  // every warp is past its last read of the K/V stages
+  if (member != 0) {
+    const int w = slab * (Split::kSplit - 1) + member - 1;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      float4* dst = part + (w * kMTiles + mt) * (kOTiles + 1) * 32 + lane;
+#pragma unroll
+      for (int nt = 0; nt < kOTiles; ++nt) {
+        dst[nt * 32] = make_float4(rO[mt][nt][0], rO[mt][nt][1], rO[mt][nt][2], rO[mt][nt][3]);
+      }
+      dst[kOTiles * 32] = make_float4(row_max[mt][0], row_max[mt][1], row_sum[mt][0],
+                                      row_sum[mt][1]);
+    }
+  }
+  __syncthreads();  // the partials are written
+  if (member != 0) return false;
+#pragma unroll 1
+  for (int other = 1; other < Split::kSplit; ++other) {
+    const int w = slab * (Split::kSplit - 1) + other - 1;
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      const float4* src = part + (w * kMTiles + mt) * (kOTiles + 1) * 32 + lane;
+      const float4 ml = src[kOTiles * 32];
+      const float other_max[2] = {ml.x, ml.y}, other_sum[2] = {ml.z, ml.w};
+      float f_own[2], f_other[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const float m = fmaxf(row_max[mt][r], other_max[r]);
+        const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;
+        f_own[r] = ptx::ex2_approx(fmaf(row_max[mt][r], scale_log2, -m_scaled));
+        f_other[r] = ptx::ex2_approx(fmaf(other_max[r], scale_log2, -m_scaled));
+        row_sum[mt][r] = row_sum[mt][r] * f_own[r] + other_sum[r] * f_other[r];
+        row_max[mt][r] = m;
+      }
+#pragma unroll
+      for (int nt = 0; nt < kOTiles; ++nt) {
+        const float4 o = src[nt * 32];
+        rO[mt][nt][0] = rO[mt][nt][0] * f_own[0] + o.x * f_other[0];
+        rO[mt][nt][1] = rO[mt][nt][1] * f_own[0] + o.y * f_other[0];
+        rO[mt][nt][2] = rO[mt][nt][2] * f_own[1] + o.z * f_other[1];
+        rO[mt][nt][3] = rO[mt][nt][3] * f_own[1] + o.w * f_other[1];
+      }
+    }
+  }
+  return true;
+}
+
 // Register budget: Cfg::kMinBlocksPerSm blocks of Cfg::kThreads per SM (2 x 128 or 1 x 256), so
 // 65536 / 256 = 256 registers a thread (255 usable) either way. Two M-tiles per warp need most
 // of them at d = 128 (see rung 11's page).
@@ -355,9 +468,13 @@ __device__ __forceinline__ void mask_scores(float (&rS)[kSTiles][4], int row0, i
 // kContiguousKV: K and V rows are d elements apart (checked by the launcher), a compile-time
 // constant: every offset of their copies folds into immediates. The default (true) is the
 // instantiation tune_16 measures, the BHND layout of the benchmarks.
-template <typename T, int kHeadDim, typename Cfg, bool kContiguousKV = true>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
-    attention_kernel(const AttnParams p) {
+//
+// kSplitTile: the block's query tile is a split one (SplitKeys); the kernel picks the version at
+// its start (attention_kernel, below). Two versions of one body rather than a branch inside it:
+// the whole tile's version is the register-tightest code of the ladder (255 registers at d = 128),
+// and a run-time split inside it spilled (12-20 bytes at d = 128 on sm_90).
+template <typename T, int kHeadDim, typename Cfg, bool kContiguousKV, bool kSplitTile>
+__device__ __forceinline__ void attention_tile(const AttnParams& p, unsigned char* smem) {
   constexpr int kBr = Cfg::kBr;                  // query rows per block
   constexpr int kBc = Cfg::kBc;                  // keys per KV tile
   constexpr int kStages = Cfg::kStages;          // KV tiles in the shared ring
@@ -365,8 +482,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   constexpr int kRowsPerWarp = Cfg::kRowsPerWarp;
   constexpr int kMTiles = Cfg::kMTiles;          // M-tiles per warp
   constexpr int kQKSteps = kHeadDim / 16;  // k-steps of S = Q·Kᵀ (16 dims each)
-  constexpr int kSTiles = kBc / 8;         // n-tiles of S (8 keys each)
-  constexpr int kPVSteps = kBc / 16;       // k-steps of O += P·V (16 keys each)
   constexpr int kOTiles = kHeadDim / 8;    // n-tiles of O (8 dims each)
   constexpr int kWait = kStages - 2;       // groups that may stay in flight at the wait
   // Q fragments of the warp: kMTiles x d/16 slices x 4 registers a lane. Resident (loaded once,
@@ -375,15 +490,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   constexpr int kQBufs = kQResident ? kQKSteps : 2;  // resident: one per slice; else two buffers
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "d = 64, 128 or 256");
 
-  // 1024-byte aligned: the XOR of a slice into (tile base + lane_off) needs tile bases that are
-  // multiples of the row size (see "Addresses" above).
-  extern __shared__ __align__(1024) unsigned char smem[];
+  // smem: the kernel's dynamic shared memory, 1024-byte aligned (attention_kernel).
   T* sQ = reinterpret_cast<T*>(smem);     // [kBr][kHeadDim]
   T* sK = sQ + kBr * kHeadDim;            // [kStages][kBc][kHeadDim]
   T* sV = sK + kStages * kBc * kHeadDim;  // [kStages][kBc][kHeadDim]
 
   const Coords at = block_coords<kBr>(p);  // the L2-aware block order: see block_coords
   const int warp = at.warp, lane = at.lane;
+  // A tile of at most Split::kRows rows shares the keys among its warps (SplitKeys).
+  using Split = SplitKeys<Cfg, kHeadDim>;
   // Block-indexed base pointers, once, in 64-bit arithmetic (B * H * N * d overflows 32 bits).
   const int64_t b = at.b, h = at.h, h_kv = at.h_kv;
   const int64_t q_row0 = at.x * kBr;  // first query row of the block
@@ -466,10 +581,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const uint32_t lane_off = swizzle::byte_offset(lane % 16, (lane / 16) * 8, kHeadDim);
   const uint32_t k_lane_off =
       swizzle::byte_offset((lane / 16) * 8 + lane % 8, ((lane / 8) % 2) * 8, kHeadDim);
-  // This warp's rows of sQ (row R w: a multiple of 16, so the swizzle pattern is sQ's).
-  const uint32_t q_addr = ptx::smem_addr(sQ + warp * kRowsPerWarp * kHeadDim) + lane_off;
-  const uint32_t k_addr = sK_addr + k_lane_off;  // stage 0; stage s: + s kStageBytes
-  const uint32_t v_addr = sV_addr + lane_off;
+  // This warp's rows of sQ (row R w: a multiple of 16, so the swizzle pattern is sQ's), and its
+  // keys of a K/V stage. A split tile: the rows of the warp's slab (row R slab), and its keys
+  // from key kKeys member (a multiple of 16 rows: the same swizzle pattern again).
+  const int slab = kSplitTile ? warp / Split::kSplit : warp;
+  const uint32_t key_bytes = kSplitTile ? (warp % Split::kSplit) * Split::kKeys * kRowBytes : 0;
+  const uint32_t q_addr = ptx::smem_addr(sQ + slab * kRowsPerWarp * kHeadDim) + lane_off;
+  const uint32_t k_addr = sK_addr + key_bytes + k_lane_off;  // stage 0; stage s: + s kStageBytes
+  const uint32_t v_addr = sV_addr + key_bytes + lane_off;
 
   // The A fragment of k-slice kk of S (dims 16kk..16kk+15) for M-tile mt: lane l points at row
   // 16mt + l % 16, dims 16kk + 8 (l / 16) (see S = Q·K_jᵀ below for why): one XOR per slice,
@@ -494,15 +613,28 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   // copies write (stage (t - 1) % S, the one visit t - 1 read), kept from visit to visit.
   uint32_t read_off = 0, write_off = (kStages - 1) * kStageBytes;
 
+  // The keys a warp computes: all Bc of a tile; Split::kKeys in a split tile; and in a narrow
+  // first visit as many, from key 0 (16 at d = 128: see the visit).
+  using AllKeys = std::integral_constant<int, kBc>;
+  using FewKeys = std::integral_constant<int, Split::kEnabled ? Split::kKeys : 16>;
+
   // ---------------------------------------------------------------------------------------------
   // ONE VISIT: tile j (j = n-1, n-2, ..., 0). kFirst: the first visit (j = n - 1), whose online
   // softmax has nothing to rescale yet (rung 11). kMask: a tile some row must not see whole
   // (mask_scores). Called once with both, then in two loops, masked and plain: each loop body is
-  // one piece of straight-line code between its barriers.
+  // one piece of straight-line code between its barriers. kSplitTile: a split tile (the warp's
+  // slab and key offset, SplitKeys). kKeys: the keys of the tile this warp computes, from its
+  // key offset: Bc; Split::kKeys in a split tile; 16 in a narrow first visit, whose tile holds
+  // at most 16 keys that any row of the block sees (Nk = 2049 leaves 1 key in the last tile of
+  // 64): the other Bc - 16 are masked for every row, P = 0 there, and the visit skips their
+  // mma instead of computing them.
   // ---------------------------------------------------------------------------------------------
-  auto visit = [&](int j, auto first, auto mask) {
+  auto visit = [&](int j, auto first, auto mask, auto keys) {
     constexpr bool kFirst = decltype(first)::value;
     constexpr bool kMask = decltype(mask)::value;
+    constexpr int kKeys = decltype(keys)::value;
+    constexpr int kSTiles = kKeys / 8;    // n-tiles of S (8 keys each)
+    constexpr int kPVSteps = kKeys / 16;  // k-steps of O += P·V (16 keys each)
     const uint32_t kj_addr = k_addr + read_off;  // K_j, this lane's offset included
     const uint32_t vj_addr = v_addr + read_off;  // V_j
     ptx::cp_async::wait_group<kWait>();  // K_j, V_j (and Q) landed; S - 2 newer groups may fly
@@ -528,7 +660,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     // {0, 1} are n-tile 2np's B and {2, 3} n-tile 2np + 1's, each an aligned register pair as
     // mma.sync wants (B-operand fragment order; lane l points at key 8 (l / 16) + l % 8, chunk
     // (l / 8) % 2 of the slice: k_lane_off).
-    float rS[kMTiles][kSTiles][4];  // kRowsPerWarp x kBc per warp
+    float rS[kMTiles][kSTiles][4];  // kRowsPerWarp x kKeys per warp
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
 #pragma unroll
@@ -576,8 +708,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     for (int mt = 0; mt < kMTiles; ++mt) {
       if constexpr (kMask) {
         const Coords c = block_coords<kBr>(p);
-        const int row0 = static_cast<int>(c.x) * kBr + c.warp * kRowsPerWarp + 16 * mt;
-        mask_scores(rS[mt], row0 + c.lane / 4, j * kBc + 2 * (c.lane % 4), p);
+        const int slab = kSplitTile ? c.warp / Split::kSplit : c.warp;
+        const int key0 = j * kBc + (kSplitTile ? (c.warp % Split::kSplit) * Split::kKeys : 0);
+        const int row0 = static_cast<int>(c.x) * kBr + slab * kRowsPerWarp + 16 * mt;
+        mask_scores(rS[mt], row0 + c.lane / 4, key0 + 2 * (c.lane % 4), p);
       }
       online_softmax<kFirst>(rS[mt], rO[mt], row_max[mt], row_sum[mt], scale_log2);
     }
@@ -639,15 +773,36 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
 
   // ---------------------------------------------------------------------------------------------
   // MAIN LOOP over the KV tiles, last to first: the first visit peeled (masked: it may hold the
-  // keys past Nk or cross the diagonal), then the masked tiles, then the plain ones.
+  // keys past Nk or cross the diagonal; narrow when at most 16 of its keys are seen), then the
+  // masked tiles, then the plain ones. A split tile runs the same loops with its warps' keys.
   // ---------------------------------------------------------------------------------------------
-  visit(n_tiles - 1, std::true_type{}, std::true_type{});
-  int j = n_tiles - 2;
+
+  if constexpr (kSplitTile) {
+    // Every visit masked: the split tile is the short one, and its few rows may sit anywhere.
+    visit(n_tiles - 1, std::true_type{}, std::true_type{}, FewKeys{});
 #pragma unroll 1
-  for (; j >= n_full; --j) visit(j, std::false_type{}, std::true_type{});
+    for (int j = n_tiles - 2; j >= 0; --j) visit(j, std::false_type{}, std::true_type{}, FewKeys{});
+  } else {
+    if (kv_end - (n_tiles - 1) * int64_t{kBc} <= FewKeys::value) {
+      visit(n_tiles - 1, std::true_type{}, std::true_type{}, FewKeys{});
+    } else {
+      visit(n_tiles - 1, std::true_type{}, std::true_type{}, AllKeys{});
+    }
+    int j = n_tiles - 2;
 #pragma unroll 1
-  for (; j >= 0; --j) visit(j, std::false_type{}, std::false_type{});
+    for (; j >= n_full; --j) visit(j, std::false_type{}, std::true_type{}, AllKeys{});
+#pragma unroll 1
+    for (; j >= 0; --j) visit(j, std::false_type{}, std::false_type{}, AllKeys{});
+  }
   }  // n_tiles > 0
+
+  // A split tile: the warps of each slab merge into its first, which alone goes on to store.
+  if constexpr (kSplitTile) {
+    const Coords at = block_coords<kBr>(p);
+    if (!merge_split<Split, kHeadDim>(smem, at.warp, at.lane, rO, row_max, row_sum, scale_log2)) {
+      return;
+    }
+  }
 
   // ---------------------------------------------------------------------------------------------
   // EPILOGUE: finish the row sums across the quad, normalise by 1/l, stage O in shared memory,
@@ -664,7 +819,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   {
   // The epilogue's coordinates, read again rather than kept through the loop (block_coords).
   const Coords at = block_coords<kBr>(p);
-  const int warp = at.warp, lane = at.lane;
+  const int lane = at.lane;
+  // The rows this warp stores: its own, or its slab's in a split tile (only the slab's first
+  // warp is still here).
+  const int slab = kSplitTile ? at.warp / Split::kSplit : at.warp;
   const int group = lane / 4;  // accumulator row (and row + 8) this lane holds
   const int quad = lane % 4;   // which pair of columns in each 8-wide tile
   const int64_t b = at.b, h = at.h, q_row0 = at.x * kBr;
@@ -675,7 +833,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   constexpr uint32_t kRegionRowBytes = 128;                          // 64 columns x 2 bytes
   constexpr uint32_t kRegionBytes = kRowsPerWarp * kRegionRowBytes;  // one region, this warp
   // This warp's staging area: its rows of sQ, kRowsPerWarp x d x 2 bytes, re-cut into regions.
-  unsigned char* stage_o = reinterpret_cast<unsigned char*>(sQ + warp * kRowsPerWarp * kHeadDim);
+  unsigned char* stage_o = reinterpret_cast<unsigned char*>(sQ + slab * kRowsPerWarp * kHeadDim);
   // (row, column) sits at byte (col / 64) kRegionBytes + 128 row + ((col % 64 / 8) ^ (row % 8)) 16
   // + 2 (col % 8). As for the ldmatrix addresses (rung 13), each lane's part is computed once and
   // the rest is an XOR with a constant (the chunk) plus an immediate (region, rows):
@@ -715,7 +873,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
       // the same natural-log LSE as before, computed from the base-2 quantities. A row that saw
       // no key has m = -inf and l = 0: -inf. Rows past Nq are not stored.
       constexpr float kLn2 = 0.69314718055994530942f;
-      const int64_t row = q_row0 + warp * kRowsPerWarp + mt * 16 + group;  // row of r = 0
+      const int64_t row = q_row0 + slab * kRowsPerWarp + mt * 16 + group;  // row of r = 0
       float* lse = p.lse + (b * p.heads_q + h) * p.seqlen_q + row;
       if (row < p.seqlen_q) lse[0] = (row_max[mt][0] * scale_log2 + log2f(row_sum[mt][0])) * kLn2;
       if (row + 8 < p.seqlen_q) {
@@ -732,10 +890,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
   const int srow = lane / kChunksPerRow, chunk = lane % kChunksPerRow;
   const uint32_t r_off = (chunk / 8) * kRegionBytes + srow * kRegionRowBytes +
                          ((chunk % 8) ^ srow) * 16;
-  T* o_lane = gO + (warp * kRowsPerWarp + srow) * p.o_stride.row + chunk * 8;  // 16-byte aligned
+  T* o_lane = gO + (slab * kRowsPerWarp + srow) * p.o_stride.row + chunk * 8;  // 16-byte aligned
   const int64_t o_step = kRowsPerStore * p.o_stride.row;
   // Rows of this lane's first store that exist (the last Q tile stops at Nq).
-  const int64_t rows_left = p.seqlen_q - (q_row0 + warp * kRowsPerWarp + srow);
+  const int64_t rows_left = p.seqlen_q - (q_row0 + slab * kRowsPerWarp + srow);
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp / kRowsPerStore; ++i) {
     const uint32_t at =
@@ -745,6 +903,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
     o_lane += o_step;
   }
   }
+}
+
+// The kernel: one block per query tile (block_coords), the split version of the body for a
+// split tile (SplitKeys), the whole one otherwise. A uniform branch at the start: the two bodies
+// share no code, and each gets its registers as if it were alone.
+template <typename T, int kHeadDim, typename Cfg, bool kContiguousKV = true>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocksPerSm)
+    attention_kernel(const AttnParams p) {
+  // 1024-byte aligned: the XOR of a slice into (tile base + lane_off) needs tile bases that are
+  // multiples of the row size (see "Addresses" above).
+  extern __shared__ __align__(1024) unsigned char smem[];
+  using Split = SplitKeys<Cfg, kHeadDim>;
+  if constexpr (Split::kEnabled) {
+    if (Split::applies(p, block_coords<Cfg::kBr>(p).x)) {
+      attention_tile<T, kHeadDim, Cfg, kContiguousKV, true>(p, smem);
+      return;
+    }
+  }
+  attention_tile<T, kHeadDim, Cfg, kContiguousKV, false>(p, smem);
 }
 
 // "" when a kernel compiled for d = kHeadDim and Cfg can run p, else the rule broken.

@@ -1,0 +1,194 @@
+// Rung 16's short tiles (kernels/16_final/final.cuh, SplitKeys and the narrow first visit), on
+// shapes computed from the config rung 16 runs on this GPU, d and dtype, so that each case lands
+// on the edge it names whatever the tuned table says:
+//   a split query tile (at most `rows` rows: the warps share the keys, then merge) with 1 row and
+//   with exactly `rows`, and one row more (not split); a last KV tile with 1 key and with exactly
+//   `keys` keys (narrow first visit), and one more (whole); causal rows in a split tile that see
+//   no key; a single query row (Nq = 1); a NaN in a key that only a warp other than the slab's
+//   first computes, which must reach every row of the split tile through the merge.
+// Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
+// written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/harness.h"
+#include "common/registry.h"
+#include "gpu_test_util.h"
+#include "kernels/12_autotune/dispatch.h"
+#include "kernels/16_final/final.cuh"
+#include "kernels/16_final/tuned_configs.h"
+
+namespace {
+
+using fl::k12_autotune::ConfigValues;
+using fl::k16_final::kTunedConfigs;
+using fl::k16_final::split_shape;
+using fl::k16_final::SplitShape;
+
+// Every row of rung 16's table splits its short tiles, so the cases below test a mechanism that
+// runs (a config that did not split would pass them through the whole-tile path).
+TEST(ShortTiles, EveryShippedConfigSplits) {
+  for (const auto& row : kTunedConfigs) {
+    const SplitShape s = split_shape(row.config, row.head_dim);
+    SCOPED_TRACE("sm " + std::to_string(row.sm) + " d " + std::to_string(row.head_dim) + " " +
+                 fl::to_string(row.dtype));
+    EXPECT_TRUE(s.enabled);
+    EXPECT_GE(s.split, 2);
+    EXPECT_EQ(s.keys * s.split, row.config.bc);
+    EXPECT_EQ(s.keys % 16, 0);
+    EXPECT_EQ(s.rows % 16, 0);
+    EXPECT_LT(s.rows, row.config.br);  // a split tile is a short one
+  }
+  // The rule on a few configs, by hand: d = 128, Bc = 64, 4 warps of 32 rows: 4 warps share the
+  // keys of one slab (16 keys each); Bc = 32: 2 warps (2 slabs); 8 warps, Bc = 32: 2 (4 slabs).
+  const SplitShape a = split_shape(ConfigValues{128, 64, 4, 2, 0}, 128);
+  EXPECT_EQ(a.split, 4);
+  EXPECT_EQ(a.keys, 16);
+  EXPECT_EQ(a.rows, 32);
+  const SplitShape b = split_shape(ConfigValues{128, 32, 4, 2, 0}, 128);
+  EXPECT_EQ(b.split, 2);
+  EXPECT_EQ(b.rows, 64);
+  const SplitShape c = split_shape(ConfigValues{128, 32, 8, 2, 0}, 256);
+  EXPECT_EQ(c.split, 2);
+  EXPECT_EQ(c.rows, 64);
+  EXPECT_FALSE(split_shape(ConfigValues{128, 48, 4, 2, 0}, 128).enabled);  // 3 k-steps: no split
+}
+
+struct Case {
+  std::string name;
+  fl::ProblemSpec spec;
+};
+
+fl::ProblemSpec spec(fl::DType t, int64_t d, int64_t nq, int64_t nk, bool causal) {
+  fl::ProblemSpec s;
+  s.dtype = t;
+  s.batch = 2;
+  s.heads_q = 4;
+  s.heads_kv = 2;  // GQA: the split tiles of two query heads read one KV head
+  s.seqlen_q = nq;
+  s.seqlen_k = nk;
+  s.head_dim = d;
+  s.causal = causal;
+  s.with_lse = true;
+  s.seed = 77 + nq * 3 + nk;
+  return s;
+}
+
+// The config rung 16 runs for (d, dtype) on this GPU, and its split shape.
+struct Shape {
+  ConfigValues config;
+  SplitShape split;
+};
+Shape shape_for(fl::DType t, int64_t d) {
+  fl::AttnParams p{};
+  p.dtype = t;
+  p.head_dim = d;
+  const int i = fl::k12_autotune::tuned_index(kTunedConfigs, p);
+  EXPECT_GE(i, 0);
+  const ConfigValues c = kTunedConfigs[i < 0 ? 0 : i].config;
+  return {c, split_shape(c, static_cast<int>(d))};
+}
+
+std::vector<Case> cases(fl::DType t, int64_t d) {
+  const Shape s = shape_for(t, d);
+  const int64_t br = s.config.br, bc = s.config.bc, rows = s.split.rows, keys = s.split.keys;
+  const std::string ty = std::string(fl::to_string(t)) + "_d" + std::to_string(d) + "_";
+  std::vector<Case> out;
+  // Nq = 2 Br + 1, Nk = 3 Bc + 1: the +1 of LADDER.md on both sides (split, narrow).
+  out.push_back({ty + "split1_narrow1", spec(t, d, 2 * br + 1, 3 * bc + 1, false)});
+  // The largest split tile and the widest narrow visit, causal.
+  out.push_back({ty + "split_max_narrow_max_causal",
+                 spec(t, d, br + rows, 2 * bc + keys, true)});
+  // One more of each: the whole-tile path and the whole first visit, causal.
+  out.push_back({ty + "whole_tile_causal", spec(t, d, br + rows + 1, 2 * bc + keys + 1, true)});
+  // Causal with Nq > Nk: in the split tile (rows Br .. Br + 2) row Br sees no key (O = 0, LSE =
+  // -inf), the next ones 1 and 2 keys; the first tile sees none at all.
+  out.push_back({ty + "split_causal_empty_rows", spec(t, d, br + 3, 2, true)});
+  // One query against many keys: a tile of one row, every warp a slice of every KV tile.
+  out.push_back({ty + "nq1", spec(t, d, 1, 5 * bc + 7, false)});
+  return out;
+}
+
+TEST(ShortTiles, Rung16PassesAtEveryEdge) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k = fl::find_kernel("16");
+  if (k == nullptr) GTEST_SKIP() << "rung 16 is not in this build (FL_KERNELS)";
+  fl::CublasHandle cublas;
+  int ran = 0;
+  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (int64_t d : {64, 128, 256}) {
+      for (const Case& c : cases(t, d)) {
+        fl::Problem problem(c.spec);
+        const std::string why = fl::why_unsupported(*k, problem.params());
+        ASSERT_EQ(why, "") << c.name << ": rung 16 claims every length";
+        fl::Reference ref(problem, cublas);
+        const fl::Verdict v = fl::verify(*k, problem, ref);
+        EXPECT_TRUE(v.passed) << c.name << " (" << c.spec.describe() << "): " << v.why
+                              << " [max err " << v.out.max_abs_err << ", tolerance "
+                              << v.tolerance << "]";
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 2 * 3 * 5);
+}
+
+// A NaN in K at a key that only the last warp of a slab computes in the split tile (a key of its
+// slice of the second KV tile): every row of that KV head's query heads attends to it, so every
+// row of the split tile must come out NaN, through the merge into the slab's first warp (and the
+// whole tile's rows too); the rows of the other KV head stay finite.
+TEST(ShortTiles, NaNInAnotherWarpsKeysReachesTheSplitRows) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k = fl::find_kernel("16");
+  if (k == nullptr) GTEST_SKIP() << "rung 16 is not in this build (FL_KERNELS)";
+  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    const Shape s = shape_for(t, 128);
+    fl::ProblemSpec ps = spec(t, 128, s.config.br + 5, 4 * s.config.bc, false);
+    ps.batch = 1;
+    ps.with_lse = false;
+    const int64_t nq = ps.seqlen_q, nk = ps.seqlen_k, d = ps.head_dim;
+    // Host inputs, small integers / 8 (exact in both dtypes).
+    std::vector<float> q(ps.heads_q * nq * d), kk(ps.heads_kv * nk * d), v(ps.heads_kv * nk * d);
+    uint64_t x = 12345;
+    auto next = [&] {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      return static_cast<float>(static_cast<int>((x >> 33) % 17) - 8) / 8.f;
+    };
+    for (auto* vec : {&q, &kk, &v}) {
+      for (float& e : *vec) e = next();
+    }
+    // KV head 1, key: the last warp's slice of the second KV tile.
+    const int64_t key = s.config.bc + (s.split.split - 1) * s.split.keys + 3;
+    kk[(1 * nk + key) * d + 5] = std::numeric_limits<float>::quiet_NaN();
+    fl::Problem problem(ps);
+    problem.set_inputs(q.data(), kk.data(), v.data());
+    fl::run_kernel(*k, problem.params());
+    const std::vector<float> o = problem.output_host();
+    const int64_t group = ps.heads_q / ps.heads_kv;
+    int64_t nan_rows = 0;
+    for (int64_t h = 0; h < ps.heads_q; ++h) {
+      for (int64_t i = 0; i < nq; ++i) {
+        bool all_nan = true, all_finite = true;
+        for (int64_t c = 0; c < d; ++c) {
+          const float e = o[(h * nq + i) * d + c];
+          all_nan = all_nan && std::isnan(e);
+          all_finite = all_finite && std::isfinite(e);
+        }
+        if (h / group == 1) {
+          EXPECT_TRUE(all_nan) << fl::to_string(t) << " head " << h << " row " << i;
+          nan_rows += all_nan;
+        } else {
+          EXPECT_TRUE(all_finite) << fl::to_string(t) << " head " << h << " row " << i;
+        }
+      }
+    }
+    EXPECT_EQ(nan_rows, group * nq);
+  }
+}
+
+}  // namespace
