@@ -27,6 +27,10 @@
 //               Nq neither computed nor stored), causal masking aligned bottom-right (KV tiles
 //               above the diagonal skipped, the tiles that cross it masked; a row that sees no
 //               key gets O = 0, LSE = -inf) and d = 256 (one M-tile per warp, 8 warps)
+//            7. short tiles: a query tile of at most SplitKeys::kRows rows (the last of Nq = 2049)
+//               shares the keys of every KV tile among its warps and merges their (m, l, O)
+//               (SplitKeys, merge_split, a second version of the body); the first visit computes
+//               only 16 keys when no row of the block sees more of that tile (Nk = 2049)
 // expect:    fewer FP32 multiplies executed per KV tile than rung 15, the more the longer the
 //            sequence (ncu: smsp__sass_thread_inst_executed_op_fmul_pred_on.sum); TFLOP/s vs
 //            FlashAttention-2 at N >= 2048, d = 128, fp16 (scripts/compare_sdpa.py), causal
@@ -57,9 +61,11 @@
 // The memory side: the last Q tile and the last K/V tile may be partial; their missing rows are
 // zero-filled by the copy (cp.async with 0 source bytes), never read from past the tensor's
 // end, and zero K/V rows keep NaN-free garbage out of the masked scores and of P·V. Rows >= Nq
-// of the last Q tile are computed (on zero queries) like the others and not stored: skipping a
-// warp whose rows are all past Nq needs a branch around the math (it spilled) or a second loop
-// whose barrier the other warps do not execute (not allowed for __syncthreads; see the page).
+// of the last Q tile are not stored. A last Q tile of few rows is a split tile (SplitKeys): its
+// warps compute those rows only, each on a share of the keys. In a longer last tile the rows past
+// Nq are computed on zero queries like the others: skipping a warp whose rows are all past Nq
+// needs a branch around the math (it spilled) or a second loop whose barrier the other warps do
+// not execute (not allowed for __syncthreads; see the page).
 //
 // Shared memory (dynamic, (Br + 2 kStages Bc) * d * 2 bytes: 64 KiB for rung 11's shape at
 // d = 128), rows of d elements, each row's 16-byte chunks permuted by the XOR swizzle (element
@@ -809,7 +815,8 @@ __device__ __forceinline__ void attention_tile(const AttnParams& p, unsigned cha
   // store it with 128-bit streaming stores (and store LSE).
   //
   // The staging tile: the warp's own kRowsPerWarp rows of sQ (no other warp reads them, and the
-  // warp has read its last Q fragment: no barrier, only the warp's own ordering), laid out as
+  // warp has read its last Q fragment: no barrier, only the warp's own ordering; in a split tile
+  // the slab's rows, which its other warps read before merge_split's barriers), laid out as
   // d/64 regions [region][row][64 columns], rows of 128 bytes (8 chunks of 16), chunk c of row r
   // at c ^ (r % 8). Writes: one store puts lane (group, quad)'s 2 elements of n-tile nt at row
   // group (+8), chunk nt % 8 of region nt / 8, bytes 4 quad: the 8 rows hit 8 different chunk
