@@ -3,9 +3,10 @@
 // on the edge it names whatever the tuned table says:
 //   a split query tile (at most `rows` rows: the warps share the keys, then merge) with 1 row and
 //   with exactly `rows`, and one row more (not split); a last KV tile with 1 key and with exactly
-//   `keys` keys (narrow first visit), and one more (whole); causal rows in a split tile that see
-//   no key; a single query row (Nq = 1); a NaN in a key that only a warp other than the slab's
-//   first computes, which must reach every row of the split tile through the merge.
+//   `keys` keys (narrow first visit), and one more (whole); both under a causal mask; causal rows
+//   in a split tile that see no key; a single query row (Nq = 1); a NaN in a key that only a
+//   warp other than the slab's first computes, which must reach every row of the split tile
+//   through the merge.
 // Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
 // written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
 #include <gtest/gtest.h>
@@ -101,11 +102,14 @@ std::vector<Case> cases(fl::DType t, int64_t d) {
   std::vector<Case> out;
   // Nq = 2 Br + 1, Nk = 3 Bc + 1: the +1 of LADDER.md on both sides (split, narrow).
   out.push_back({ty + "split1_narrow1", spec(t, d, 2 * br + 1, 3 * bc + 1, false)});
-  // The largest split tile and the widest narrow visit, causal.
-  out.push_back({ty + "split_max_narrow_max_causal",
-                 spec(t, d, br + rows, 2 * bc + keys, true)});
-  // One more of each: the whole-tile path and the whole first visit, causal.
-  out.push_back({ty + "whole_tile_causal", spec(t, d, br + rows + 1, 2 * bc + keys + 1, true)});
+  // The largest split tile and the widest narrow visit (`keys` keys in the last KV tile).
+  out.push_back({ty + "split_max_narrow_max", spec(t, d, br + rows, 2 * bc + keys, false)});
+  // One more of each: the whole-tile path and the whole first visit.
+  out.push_back(
+      {ty + "whole_tile_whole_visit", spec(t, d, br + rows + 1, 2 * bc + keys + 1, false)});
+  // Causal, Nk = Nq + 1: the split tile, and in the whole tile (rows 0 .. Br - 1, keys up to
+  // Br + 1) a last KV tile of which its rows see 1 key.
+  out.push_back({ty + "split_max_narrow1_causal", spec(t, d, br + rows, br + rows + 1, true)});
   // Causal with Nq > Nk: in the split tile (rows Br .. Br + 2) row Br sees no key (O = 0, LSE =
   // -inf), the next ones 1 and 2 keys; the first tile sees none at all.
   out.push_back({ty + "split_causal_empty_rows", spec(t, d, br + 3, 2, true)});
@@ -135,7 +139,7 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
       }
     }
   }
-  EXPECT_EQ(ran, 2 * 3 * 5);
+  EXPECT_EQ(ran, 2 * 3 * 6);
 }
 
 // A NaN in K at a key that only the last warp of a slab computes in the split tile (a key of its
