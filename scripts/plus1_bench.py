@@ -11,8 +11,9 @@ flushed before every run). FlashAttention-2 (SDPA's flash backend) goes through 
 beside the kernel, as a yardstick: its own cost of N + 1 is printed with ours. The result of a
 pair is the median over the rounds of the per-round ratio.
 
-Before timing, the kernel's output at N + 1 is checked against FlashAttention-2's (finite, and
-max |ours - FA2| <= 2 max |FA2 - fp32 reference| + 1e-4 where the reference fits, N <= 2048).
+Before timing, the kernel's output at N and at N + 1 is checked: where the fp32 reference is
+computed (N <= 2048), max |ours - ref| <= 2 max |FA2 - ref| + 1e-4 (FlashAttention-2's rule);
+above, finite, and its distance to FlashAttention-2's output is printed.
 
   python3 scripts/plus1_bench.py                        # the pairs of LADDER.md
   python3 scripts/plus1_bench.py --pairs 16:2048 --causal-pairs 16:4096 --rounds 9

@@ -42,8 +42,9 @@ done
 # still gives each tiled rung two or more KV tiles, so its pipeline (prefetch of the next tile
 # while the current one is used) is exercised. The ragged ones also end in the short tiles of
 # rung 16 (kernels/16_final/final.cuh): a query tile of few rows, split across the warps (22 rows
-# at d = 128, 12 at d = 64, 2 at d = 256), and a last KV tile of at most 16 keys, the narrow
-# first visit (3, 13 and 12 keys).
+# at d = 128, 12 at d = 64, 2 at d = 256), and, at d = 64 and 256, a whole tile whose last KV
+# tile holds at most 16 keys it sees, the narrow first visit (1 and 12 keys; at d = 128 it is
+# left to tests/test_short_tiles.cu: this shape keeps Nq > Nk, rows that see no key).
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
   "gqa_bnhd_n128_d64:--n 128 --d 64 --heads 4 --heads-kv 2 --layout bnhd"
