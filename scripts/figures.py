@@ -1,0 +1,1114 @@
+#!/usr/bin/env python3
+"""Schematic figures of the ladder, drawn from the kernels' own sources, all by one command.
+
+  python3 -m pip install numpy matplotlib   # once
+  python3 scripts/figures.py                # writes docs/figures/*.png (listed below)
+  python3 scripts/figures.py --out /tmp/f   # somewhere else
+  python3 scripts/figures.py --only timeline   # only the files whose name contains "timeline"
+
+No GPU and no build are needed: the figures are read from the source files, not measured. The
+fragment-layout figures of rungs 03-04 come from the built code (scripts/fragment_figure.py).
+
+What is read from where (the script stops with an error naming the file if something is missing,
+so that a kernel changed without its figure does not go unnoticed):
+  - kBr, kBc, kWarps (and kStages where the rung has one): `constexpr int kX = N;` in its .cu.
+  - the copy schedule of rungs 05, 07, 08 and 09: the order of copy_tile_async(sQ/sK/sV ...),
+    cp.async commit_group / wait_group<N>, __syncthreads() and the three compute phases (found by
+    their comments "// S = Q_w", "// Online softmax", "// O += P") from the PROLOGUE comment to the
+    EPILOGUE comment of the kernel. That program is run on a toy clock (copies take a fixed
+    latency, the math a fixed time per phase: the CLOCK table below), which places every bar.
+    The timelines are therefore schematic: they show what overlaps what, not measured durations.
+  - the XOR swizzle: the expression `chunk ^ (row % 8)` in common/ptx/swizzle.cuh.
+  - rung 09's k-loop panel: rQ[2] (the second register buffer) must be in its source; the loop
+    itself (ldmatrix of slice k+1 before the mma of slice k) is drawn as its banner describes.
+  - the Hopper rungs (19-21): planned schedules (the HOPPER table below: its own toy clock, with a
+    small event simulation of the producer, the ring's barriers and the consumers). Where a
+    kernels/19_*/ .. 21_*/ source exists, its kStages replaces the planned ring size.
+
+Files (docs/figures/):
+  tiling.png             one block's rows of Q, the KV loop, the online-softmax state (rung 03)
+  timeline_05.png ..     copies, waits, barriers and math per KV tile, rungs 05, 07, 08, 09
+  timeline_09.png        (09 adds the k-loop of S = Q·K_jᵀ, rung 08 vs 09)
+  swizzle_banks.png      banks hit by one ldmatrix 8x8 matrix, row-major vs swizzled (rung 06)
+  hopper_timeline_19.png .. _21.png   producer/consumer warpgroups, planned (rungs 19-21)
+"""
+
+import argparse
+import glob
+import os
+import re
+import sys
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch, Rectangle  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DPI = 110
+
+RUNGS = {  # rung -> kernel source, relative to the repo root
+    "03": "kernels/03_mma/mma.cu",
+    "05": "kernels/05_cp_async/cp_async.cu",
+    "07": "kernels/07_eager_kv/eager_kv.cu",
+    "08": "kernels/08_double_buffer/double_buffer.cu",
+    "09": "kernels/09_frag_double_buffer/frag_double_buffer.cu",
+}
+SWIZZLE_HEADER = "common/ptx/swizzle.cuh"
+
+# The toy clock of the timelines (arbitrary units; only the order and the overlaps mean anything).
+CLOCK = {
+    "issue": 0.25,  # issuing the cp.async of one tile (the thread moves on at once)
+    "copy": 2.6,  # a tile's copy, issue -> in shared memory
+    "barrier": 0.08,  # __syncthreads() once everyone is there
+    "S": 2.0,  # S = Q·K_jᵀ, all k-slices
+    "softmax": 1.0,  # online softmax of one tile
+    "PV": 2.0,  # O += P·V_j
+}
+KV_TILES = 3  # KV tiles drawn per timeline
+
+COLOURS = {
+    "Q": "#9c755f",
+    "K": "#4e79a7",
+    "V": "#f28e2b",
+    "S": "#59a14f",
+    "softmax": "#edc948",
+    "PV": "#e15759",
+    "stall": "#d62728",
+    "ldmatrix": "#76b7b2",
+    "mma": "#59a14f",
+    "tma": "#b07aa1",
+    "idle": "#eeeeee",
+}
+
+
+def fail(msg):
+    sys.exit(f"scripts/figures.py: {msg}")
+
+
+def read(rel):
+    path = os.path.join(ROOT, rel)
+    if not os.path.exists(path):
+        fail(f"{rel} not found")
+    with open(path) as f:
+        return f.read()
+
+
+def constants(rel, names):
+    """The values of `constexpr int NAME = <integer>;` in a source file, for every name asked."""
+    text = read(rel)
+    out = {}
+    for name in names:
+        m = re.search(r"constexpr\s+int\s+" + name + r"\s*=\s*(\d+)\s*;", text)
+        if not m:
+            fail(
+                f"`constexpr int {name} = <integer>;` not found in {rel}: update the figure "
+                "script along with the kernel"
+            )
+        out[name] = int(m.group(1))
+    return out
+
+
+def save(fig, out, name):
+    path = os.path.join(out, name)
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    print(
+        f"wrote {os.path.relpath(path, ROOT) if path.startswith(ROOT) else path} "
+        f"({os.path.getsize(path) // 1024} KiB)"
+    )
+
+
+def box(
+    ax, x, y, w, h, colour, text="", fs=8, alpha=1.0, hatch=None, ec="black", lw=0.6, tc="black"
+):
+    ax.add_patch(
+        Rectangle((x, y), w, h, facecolor=colour, edgecolor=ec, lw=lw, alpha=alpha, hatch=hatch)
+    )
+    if text:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fs, color=tc)
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. Tiling of one block and the KV loop (rung 03)
+# ------------------------------------------------------------------------------------------------
+def fig_tiling(out):
+    c = constants(RUNGS["03"], ["kBr", "kBc", "kWarps"])
+    br, bc, warps = c["kBr"], c["kBc"], c["kWarps"]
+    rows = br // warps
+    d = 128  # drawn at d = 128 (the kernel also takes 64)
+    nq, nk = 4 * br, 6 * bc  # a small problem: 4 blocks of queries, 6 KV tiles
+    blk = 1  # the block drawn: blockIdx.x = 1
+    r0 = blk * br  # its first query row
+    s = 1.0 / 64  # drawing units per row / column
+
+    fig, ax = plt.subplots(figsize=(12.4, 5.0))
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+    # S = Q·Kᵀ (nq x nk) in the middle; Q to its left, Kᵀ above it; O (nq x d) to its right.
+    qx, sx = 0.0, d * s + 0.5
+    ky = nq * s + 0.4
+    ox = sx + nk * s + 1.25
+    top = nq * s
+    y_of = lambda r: top - r * s  # noqa: E731  (row 0 at the top)
+
+    box(ax, qx, 0, d * s, nq * s, "#f4f4f4")
+    box(ax, sx, ky, nk * s, d * s, "#f4f4f4")
+    box(ax, sx, 0, nk * s, nq * s, "#fafafa")
+    box(ax, ox, 0, d * s, nq * s, "#f4f4f4")
+    ax.text(qx + d * s / 2, top + 0.12, "Q  (Nq x d)", ha="center", fontsize=9)
+    ax.text(sx - 0.08, ky + d * s / 2, "Kᵀ\n(d x Nk)", ha="right", va="center", fontsize=9)
+    ax.text(ox + d * s / 2, top + 0.12, "O  (Nq x d)", ha="center", fontsize=9)
+    ax.text(
+        sx + nk * s / 2, -0.25, "S = Q·Kᵀ  (Nq x Nk: never stored whole)", ha="center", fontsize=9
+    )
+    ax.text(qx, -0.62, f"drawn at Nq = {nq}, Nk = {nk}, d = {d}", fontsize=7.5, color="#555555")
+    # V_j (Bc x d) above O: P_j·V_j is added to the block's rows of O.
+    box(ax, ox, ky, d * s, bc * s, "#f28e2b", "V_j  (Bc x d)", fs=8, alpha=0.85)
+    ax.text(
+        ox + d * s / 2,
+        ky + bc * s + 0.1,
+        f"one of the Nk/Bc = {nk // bc} V tiles",
+        ha="center",
+        fontsize=7.5,
+    )
+    ax.annotate(
+        "",
+        xy=(ox - 0.04, y_of(r0 + br / 2)),
+        xytext=(sx + nk * s + 0.04, y_of(r0 + br / 2)),
+        arrowprops=dict(arrowstyle="->", lw=1.2),
+    )
+    ax.text(
+        (ox + sx + nk * s) / 2,
+        y_of(r0 + br / 2) + 0.08,
+        "+= P_j·V_j",
+        ha="center",
+        va="bottom",
+        fontsize=7.5,
+    )
+
+    # The block's rows, split among the warps.
+    warp_colours = [
+        "#4e79a7",
+        "#f28e2b",
+        "#59a14f",
+        "#e15759",
+        "#76b7b2",
+        "#edc948",
+        "#b07aa1",
+        "#ff9da7",
+    ]
+    for w in range(warps):
+        y = y_of(r0 + (w + 1) * rows)
+        col = warp_colours[w % len(warp_colours)]
+        box(
+            ax,
+            qx,
+            y,
+            d * s,
+            rows * s,
+            col,
+            f"warp {w}: rows {r0 + w * rows}-{r0 + (w + 1) * rows - 1}",
+            fs=6.3,
+            alpha=0.75,
+        )
+        box(ax, ox, y, d * s, rows * s, col, f"O rows of warp {w}", fs=7, alpha=0.75)
+    ax.text(
+        qx - 0.08,
+        y_of(r0 + br / 2),
+        f"block {blk}\nBr = {br}\n{warps} warps\nx {rows} rows",
+        ha="right",
+        va="center",
+        fontsize=8,
+    )
+
+    # The KV tiles and the loop over them.
+    tiles = nk // bc
+    for j in range(tiles):
+        x = sx + j * bc * s
+        box(
+            ax,
+            x,
+            ky,
+            bc * s,
+            d * s,
+            "#4e79a7" if j == 2 else "#c6d4e6",
+            f"K{j}ᵀ" if j != 2 else "K_jᵀ",
+            fs=8,
+            alpha=0.9,
+            tc="white" if j == 2 else "black",
+        )
+        box(
+            ax,
+            x,
+            y_of(r0 + br),
+            bc * s,
+            br * s,
+            "#59a14f" if j == 2 else "#cfe3c8",
+            "S_j\n= Q·K_jᵀ" if j == 2 else f"S{j}",
+            fs=8,
+            alpha=0.9,
+            tc="white" if j == 2 else "black",
+        )
+    ax.text(sx + bc * s / 2, ky + d * s + 0.1, f"Bc = {bc}", ha="center", fontsize=8)
+    ax.annotate(
+        "",
+        xy=(sx + nk * s - 0.05, y_of(r0 + br) - 0.12),
+        xytext=(sx + 0.05, y_of(r0 + br) - 0.12),
+        arrowprops=dict(arrowstyle="->", lw=1.4),
+    )
+    ax.text(
+        sx + nk * s / 2,
+        y_of(r0 + br) - 0.3,
+        "KV loop: j = 0, 1, ..., Nk/Bc - 1 (one block, in order)",
+        ha="center",
+        va="top",
+        fontsize=8,
+    )
+    # Other blocks
+    for b in range(nq // br):
+        if b != blk and b != blk + 1:
+            ax.text(
+                sx + nk * s / 2,
+                y_of(b * br + br / 2),
+                f"block {b}: same loop, its own rows",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#888888",
+            )
+            ax.plot([qx, ox + d * s], [y_of(b * br), y_of(b * br)], color="#cccccc", lw=0.5)
+
+    # The per-row state, at the far right.
+    ex = ox + d * s + 0.35
+    lines = [
+        "State of every query row, kept across the KV loop",
+        "(in registers of the warp that owns the row):",
+        "   m   running max of the scaled scores",
+        "   l   running sum of exp(s - m)",
+        "   O   unnormalised output row (fp32, d values)",
+        "",
+        "For each KV tile j:",
+        "   S_j = scale * Q.K_j^T      (mma)",
+        "   m'  = max(m, rowmax S_j)",
+        "   P_j = exp(S_j - m')        (stays in registers)",
+        "   c   = exp(m - m')",
+        "   l   = c*l + rowsum P_j",
+        "   O   = c*O + P_j.V_j        (mma)",
+        "   m   = m'",
+        "",
+        "After the last tile:  O / l  (and LSE = m + log l)",
+    ]
+    ax.text(ex, top, "\n".join(lines), ha="left", va="top", fontsize=8.5, family="monospace")
+    ax.set_xlim(-1.0, ex + 4.1)
+    ax.set_ylim(-0.8, ky + d * s + 0.3)
+    fig.suptitle(
+        f"Rung 03 (Br = {br}, Bc = {bc}, {warps} warps of {rows} rows): one block's rows "
+        "of Q, the loop over K/V tiles, the online-softmax state",
+        fontsize=10,
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    save(fig, out, "tiling.png")
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. Copy/compute timelines of rungs 05, 07, 08, 09 from their main loops
+# ------------------------------------------------------------------------------------------------
+TOKEN = re.compile(
+    r"(?P<copy>copy_tile_async<[^>]*>\s*\(\s*(?P<dst>s[QKV])\b(?P<args>[^;]*);)"
+    r"|(?P<commit>commit_group\s*\(\s*\))"
+    r"|(?P<wait>wait_group\s*<\s*(?P<n>\d+)\s*>)"
+    r"|(?P<sync>__syncthreads\s*\(\s*\))"
+    r"|(?P<loop>for\s*\(\s*int64_t\s+j\s*=\s*0\s*;)"
+    r"|(?P<phase>^\s*// (?:S = Q_w|Online softmax|O \+= P))",
+    re.M,
+)
+
+
+def kernel_program(rel):
+    """The kernel's prologue and loop as a list of operations, in source order."""
+    text = read(rel)
+    start = text.find("// PROLOGUE")
+    end = text.find("// EPILOGUE", start)
+    if start < 0 or end < 0:
+        fail(f"{rel}: no '// PROLOGUE' ... '// EPILOGUE' comments around the main loop")
+    body = text[start:end]
+    # Comments are dropped, except the three that name the compute phases.
+    phases = {"S = Q_w": "S", "Online softmax": "softmax", "O += P": "PV"}
+    prog, in_loop = [], False
+    for m in TOKEN.finditer(body):
+        if m.group("phase"):
+            name = next(v for k, v in phases.items() if k in m.group("phase"))
+            prog.append(("math", name))
+            continue
+        line_start = body.rfind("\n", 0, m.start()) + 1
+        if "//" in body[line_start : m.start()]:
+            continue  # inside a comment
+        if m.group("loop"):
+            in_loop = True
+            prog.append(("loop",))
+        elif m.group("copy"):
+            tile = m.group("dst")[1]
+            nxt = "(j + 1)" in m.group("args") or "next" in m.group("args")
+            prog.append(("copy", tile, (1 if nxt else 0) if in_loop else None))
+        elif m.group("commit"):
+            prog.append(("commit",))
+        elif m.group("wait"):
+            prog.append(("wait", int(m.group("n"))))
+        elif m.group("sync"):
+            prog.append(("sync",))
+    if ("loop",) not in prog or [op for op in prog if op[0] == "math"] != [
+        ("math", "S"),
+        ("math", "softmax"),
+        ("math", "PV"),
+    ]:
+        fail(f"{rel}: expected a KV loop with the phases S, softmax, PV in that order")
+    return prog
+
+
+def simulate(prog, tiles, stages):
+    """Runs the program on the toy clock. Returns copy bars, math bars, stalls and barriers."""
+    loop_at = prog.index(("loop",))
+    prologue, body = prog[:loop_at], prog[loop_at + 1 :]
+    t = 0.0
+    groups = []  # land time of each committed group
+    pending = []  # copies issued since the last commit: (tile name, land time)
+    copies, math, stalls, barriers = [], [], [], []
+
+    def run(ops, j):
+        nonlocal t, pending
+        for op in ops:
+            kind = op[0]
+            if kind == "copy":
+                tile, ahead = op[1], op[2]
+                idx = 0 if ahead is None else j + ahead
+                if tile != "Q" and idx >= tiles:
+                    continue  # `if (j + 1 < kv_tiles)`: nothing left to copy
+                stage = None if (tile == "Q" or stages is None) else idx % stages
+                copies.append((tile, idx, stage, t, t + CLOCK["copy"]))
+                pending.append(t + CLOCK["copy"])
+                t += CLOCK["issue"]
+            elif kind == "commit":
+                groups.append(max(pending, default=t))  # an empty group is complete at once
+                pending = []
+            elif kind == "wait":
+                n = op[1]
+                done = groups[: len(groups) - n] if n else groups
+                ready = max(done, default=t)
+                if ready > t:
+                    stalls.append((t, ready, f"wait_group<{n}>"))
+                    t = ready
+            elif kind == "sync":
+                barriers.append(t)
+                t += CLOCK["barrier"]
+            elif kind == "math":
+                math.append((op[1], j, t, t + CLOCK[op[1]]))
+                t += CLOCK[op[1]]
+
+    run(prologue, 0)
+    for j in range(tiles):
+        run(body, j)
+    return copies, math, stalls, barriers, t
+
+
+def schedule_checks(prog):
+    """Sanity of the parse: a cp.async rung commits groups and waits for them."""
+    kinds = [op[0] for op in prog]
+    if "wait" not in kinds or "commit" not in kinds:
+        fail("no cp.async commit_group / wait_group found: is this a cp.async rung?")
+
+
+def draw_timeline(ax, sim, title, xmax, lane_names=("Q copy", "K copies", "V copies", "4 warps")):
+    copies, math, stalls, barriers, end = sim
+    lanes = {"Q": 3, "K": 2, "V": 1, "warps": 0}
+    h = 0.7
+    for tile, idx, stage, t0, t1 in copies:
+        label = (
+            "Q" if tile == "Q" else f"{tile}{idx}" + ("" if stage is None else f" → stage {stage}")
+        )
+        box(ax, t0, lanes[tile] - h / 2, t1 - t0, h, COLOURS[tile], label, fs=7, alpha=0.55)
+    short = {"S": "S{j}=Q·K{j}ᵀ", "softmax": "softmax", "PV": "O+=P·V{j}"}
+    for name, j, t0, t1 in math:
+        box(ax, t0, -h / 2, t1 - t0, h, COLOURS[name], short[name].format(j=j), fs=7, alpha=0.85)
+    for t0, t1, label in stalls:
+        box(
+            ax,
+            t0,
+            -h / 2,
+            t1 - t0,
+            h,
+            "white",
+            label if t1 - t0 > 1.2 else "wait",
+            fs=7,
+            hatch="///",
+            ec=COLOURS["stall"],
+        )
+    for tb in barriers:
+        ax.plot([tb, tb], [-0.55, 3.55], color="black", lw=0.8, ls=(0, (2, 2)))
+    ax.set_yticks([3, 2, 1, 0])
+    ax.set_yticklabels(lane_names, fontsize=8)
+    ax.set_ylim(-0.65, 3.65)
+    ax.set_xlim(0, xmax)
+    ax.set_xticks([])
+    ax.set_title(title, fontsize=9, loc="left")
+    ax.text(end, -0.5, " done", fontsize=7, va="bottom")
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
+
+
+TIMELINE_TEXT = {
+    "05": "Rung 05: K_j and V_j are copied, then waited for at once (wait_group<0>): the warps idle "
+    "for a whole copy every tile",
+    "07": "Rung 07: V_j is issued before S = Q·K_jᵀ, K_{{j+1}} before P·V_j: the copies land behind "
+    "the math",
+    "08": "Rung 08: a {stages}-stage ring: K_{{j+1}}, V_{{j+1}} go to the other stage, issued a "
+    "half tile earlier (wait_group<1>)",
+    "09": "Rung 09: the same copy schedule as rung 08 ({stages} stages)",
+}
+
+
+def legend(fig, extra=()):
+    handles = [
+        Patch(facecolor=COLOURS[k], alpha=a, label=l)
+        for k, a, l in (
+            ("K", 0.55, "cp.async of a tile, issue → in shared memory"),
+            ("S", 0.85, "mma: S = Q·K_jᵀ"),
+            ("softmax", 0.85, "online softmax"),
+            ("PV", 0.85, "mma: O += P·V_j"),
+        )
+    ]
+    handles.append(
+        Patch(
+            facecolor="white",
+            edgecolor=COLOURS["stall"],
+            hatch="///",
+            label="warps stalled in cp.async.wait_group",
+        )
+    )
+    handles.append(
+        plt.Line2D([], [], color="black", lw=0.8, ls=(0, (2, 2)), label="__syncthreads()")
+    )
+    handles.extend(extra)
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=7.5, frameon=False)
+
+
+def fig_timelines(out, only):
+    sims = {}
+    for rung in ("05", "07", "08", "09"):
+        names = ["kBr", "kBc", "kWarps"] + (["kStages"] if rung in ("08", "09") else [])
+        c = constants(RUNGS[rung], names)
+        prog = kernel_program(RUNGS[rung])
+        schedule_checks(prog)
+        sims[rung] = (c, simulate(prog, KV_TILES, c.get("kStages")))
+    xmax = max(sim[4] for _, sim in sims.values()) * 1.04
+    foot = (
+        f"Schematic, not measured: a toy clock (copy latency {CLOCK['copy']}, S {CLOCK['S']}, "
+        f"softmax {CLOCK['softmax']}, P·V {CLOCK['PV']} units) runs the kernel's own order of "
+        "copies, waits and barriers; one block, its warps in step. Same time scale in all "
+        "four rungs."
+    )
+    for rung in ("05", "07", "08"):
+        name = f"timeline_{rung}.png"
+        if only and only not in name:
+            continue
+        c, sim = sims[rung]
+        fig, ax = plt.subplots(figsize=(12, 3.4))
+        title = TIMELINE_TEXT[rung].format(stages=c.get("kStages"))
+        lanes = ("Q copy", "K copies", "V copies", f"{c['kWarps']} warps")
+        draw_timeline(ax, sim, title + f"   (Br = {c['kBr']}, Bc = {c['kBc']})", xmax, lanes)
+        fig.text(0.01, 0.2, foot, fontsize=7, color="#555555")
+        legend(fig)
+        fig.subplots_adjust(left=0.07, right=0.99, top=0.9, bottom=0.3)
+        save(fig, out, name)
+    if not only or only in "timeline_09.png":
+        fig_timeline_09(out, sims, xmax, foot)
+
+
+def fig_timeline_09(out, sims, xmax, foot):
+    c, sim = sims["09"]
+    text = read(RUNGS["09"])
+    if not re.search(r"rQ\s*\[\s*2\s*\]", text):
+        fail(f"{RUNGS['09']}: the double-buffered fragments rQ[2][...] were not found")
+    slices = 128 // 16  # kQKSteps = kHeadDim / 16 at d = 128
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(12, 5.6), gridspec_kw={"height_ratios": [1.3, 1]})
+    lanes = ("Q copy", "K copies", "V copies", f"{c['kWarps']} warps")
+    draw_timeline(
+        ax,
+        sim,
+        TIMELINE_TEXT["09"].format(stages=c["kStages"])
+        + "; what changes is inside each mma phase, below",
+        xmax,
+        lanes,
+    )
+
+    # k-loop of S = Q·K_jᵀ: L = ldmatrix of a k-slice (issue, then its latency), M = its mma.
+    issue, latency, mma = 0.3, 1.1, 1.0
+    y08, y09 = 1.0, 0.0
+    t = 0.0
+    for k in range(slices):  # rung 08 as written: load slice k, multiply slice k
+        box(bx, t, y08 - 0.3, issue, 0.6, COLOURS["ldmatrix"], "L", fs=6)
+        ready = t + latency
+        box(
+            bx,
+            t + issue,
+            y08 - 0.3,
+            ready - t - issue,
+            0.6,
+            "white",
+            "",
+            hatch="///",
+            ec=COLOURS["stall"],
+        )
+        box(bx, ready, y08 - 0.3, mma, 0.6, COLOURS["mma"], f"M{k}", fs=7, alpha=0.85)
+        t = ready + mma
+    end08 = t
+    t = 0.0
+    ready_at = {}
+    for kk in range(slices + 1):  # rung 09: L(kk) into buffer kk % 2, then M(kk - 1)
+        if kk < slices:
+            box(bx, t, y09 - 0.3, issue, 0.6, COLOURS["ldmatrix"], "L", fs=6)
+            ready_at[kk] = t + latency
+            t += issue
+        if kk > 0:
+            start = max(t, ready_at[kk - 1])
+            if start > t:
+                box(bx, t, y09 - 0.3, start - t, 0.6, "white", "", hatch="///", ec=COLOURS["stall"])
+            box(bx, start, y09 - 0.3, mma, 0.6, COLOURS["mma"], f"M{kk - 1}", fs=7, alpha=0.85)
+            t = start + mma
+    end09 = t
+    bx.set_yticks([y08, y09])
+    bx.set_yticklabels(["rung 08\n(as written)", "rung 09"], fontsize=8)
+    bx.set_ylim(-0.6, 1.6)
+    bx.set_xlim(0, max(end08, end09) * 1.02)
+    bx.set_xticks([])
+    for s in ("top", "right"):
+        bx.spines[s].set_visible(False)
+    bx.set_title(
+        f"The k-loop of S = Q·K_jᵀ at d = 128 ({slices} k-slices; L = ldmatrix of a slice, "
+        "M = its mma): rung 09 loads slice k+1 into the other register buffer before the "
+        "mma of slice k",
+        fontsize=9,
+        loc="left",
+    )
+    bx.text(
+        max(end08, end09) * 1.02,
+        -0.55,
+        "rung 08 as its source reads; ptxas already hoists "
+        "some of its loads (see rung 09's page)",
+        fontsize=7,
+        ha="right",
+        va="bottom",
+        color="#555555",
+    )
+    fig.text(0.01, 0.115, foot, fontsize=7, color="#555555")
+    legend(
+        fig,
+        [
+            Patch(facecolor=COLOURS["ldmatrix"], label="ldmatrix issue (k-loop panel)"),
+            Patch(
+                facecolor="white",
+                edgecolor=COLOURS["stall"],
+                hatch="///",
+                label="mma waiting for its ldmatrix (short scoreboard)",
+            ),
+        ],
+    )
+    fig.subplots_adjust(left=0.08, right=0.99, top=0.94, bottom=0.2, hspace=0.35)
+    save(fig, out, "timeline_09.png")
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. Banks of one ldmatrix 8x8 matrix, before and after the swizzle (rung 06)
+# ------------------------------------------------------------------------------------------------
+def swizzle_formula():
+    text = read(SWIZZLE_HEADER)
+    m = re.search(
+        r"int\s+chunk\s*\(\s*int\s+row\s*,\s*int\s+chunk\s*\)\s*\{\s*return\s+"
+        r"chunk\s*\^\s*\(\s*row\s*%\s*(\d+)\s*\)\s*;",
+        text,
+    )
+    if not m:
+        fail(f"{SWIZZLE_HEADER}: `return chunk ^ (row % N);` not found in fl::swizzle::chunk")
+    period = int(m.group(1))
+    return lambda row, chunk: chunk ^ (row % period)
+
+
+def fig_swizzle(out):
+    chunk_of = swizzle_formula()
+    d = 64  # a 128-byte row: one line of the 32 banks (d = 128: two lines per row)
+    chunks = d * 2 // 16  # 16-byte chunks per row
+    read_chunk = 0  # the logical chunk (dims 0-7) that one 8x8 matrix reads
+    fig, axes = plt.subplots(1, 2, figsize=(12.5, 4.6))
+    for ax, swz in zip(axes, (False, True)):
+        hits = [0] * 8
+        for r in range(8):
+            for c in range(chunks):
+                phys = chunk_of(r, c) if swz else c
+                x = phys * 4
+                sel = c == read_chunk
+                col = "#4e79a7" if sel else "#f2f2f2"
+                box(
+                    ax,
+                    x,
+                    7 - r,
+                    4,
+                    1,
+                    col,
+                    f"r{r} c{c}",
+                    fs=7,
+                    tc="white" if sel else "#777777",
+                    lw=1.6 if sel else 0.4,
+                )
+                if sel:
+                    hits[phys % 8] += 1
+        worst = max(hits)
+        for g in range(8):
+            colour = COLOURS["stall"] if hits[g] > 1 else ("#59a14f" if hits[g] else "#dddddd")
+            box(
+                ax,
+                g * 4,
+                -1.6,
+                4,
+                0.9,
+                colour,
+                f"{hits[g]}",
+                fs=8,
+                tc="white" if hits[g] else "#777777",
+            )
+        ax.text(-0.4, -1.15, "rows read\nin group", ha="right", va="center", fontsize=7)
+        ax.set_xlim(-4.5, 32.2)
+        ax.set_ylim(-1.8, 8.3)
+        ax.set_xticks([g * 4 + 2 for g in range(8)])
+        ax.set_xticklabels([f"banks\n{4 * g}-{4 * g + 3}" for g in range(8)], fontsize=7)
+        ax.xaxis.tick_top()
+        ax.set_yticks([7 - r + 0.5 for r in range(8)])
+        ax.set_yticklabels([f"row {r}" for r in range(8)], fontsize=7)
+        ax.tick_params(length=0)
+        for s in ax.spines.values():
+            s.set_visible(False)
+        if swz:
+            title = (
+                f"swizzled: chunk c of row r at c ^ (r % 8) — the 8 rows hit "
+                f"{sum(1 for x in hits if x)} bank groups: "
+                + ("conflict-free, 1 pass" if worst == 1 else f"{worst}-way conflict")
+            )
+        else:
+            title = (
+                f"row-major: chunk c of row r at c — all 8 rows in banks 0-3: "
+                f"{worst}-way conflict, {worst} passes"
+            )
+        ax.set_title(title, fontsize=8.5, pad=30)
+    fig.suptitle(
+        f"One ldmatrix 8x8 matrix reads chunk {read_chunk} (16 bytes: dims 0-7) of 8 "
+        f"consecutive rows (d = {d}: a row is 128 bytes, one pass over the 32 banks; at "
+        "d = 128 a row is two)",
+        fontsize=9.5,
+    )
+    fig.text(
+        0.01,
+        0.015,
+        "rN cM = logical 16-byte chunk M of row N, drawn where it is stored; "
+        "blue = the 8 rows one matrix reads (one address per lane). Formula: "
+        "fl::swizzle::chunk in common/ptx/swizzle.cuh.",
+        fontsize=7.5,
+        color="#555555",
+    )
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.8, bottom=0.07, wspace=0.12)
+    save(fig, out, "swizzle_banks.png")
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. Hopper: producer / consumer warpgroups (rungs 19-21, planned)
+# ------------------------------------------------------------------------------------------------
+HOPPER = {  # the planned design; a kernel's own kStages replaces "stages" once its source exists
+    "stages": 2,  # K/V ring in shared memory
+    "consumers": 2,  # consumer warpgroups, `rows` query rows each
+    "rows": 64,
+    "tiles": 5,  # KV tiles drawn
+    "tma": 0.8,  # TMA of K_j and V_j: issue -> "full" barrier complete
+    "issue": 0.25,  # the producer thread: wait, arm expect_tx, issue
+    "gemm": 1.0,  # one wgmma product (S or P·V) of one warpgroup, tensor cores to itself
+    "softmax": 1.0,  # online softmax of one S tile of one warpgroup
+    "drift": 0.12,  # rung 19: consumer c's softmax is (1 + c * drift) slower: they drift apart
+}
+
+
+def hopper_stages(rung):
+    found = sorted(glob.glob(os.path.join(ROOT, "kernels", f"{rung}_*", "*.cu")))
+    if not found:
+        return HOPPER["stages"], "planned"
+    rel = os.path.relpath(found[0], ROOT)
+    return constants(rel, ["kStages"])["kStages"], rel
+
+
+def producer(release, stages):
+    """One thread of the producer warpgroup: for tile j, wait until the tile `stages` earlier left
+    its stage (every consumer arrived on "empty"), arm "full" with expect_tx, issue the TMA.
+
+    `release` is one list (K_j and V_j share a stage and its two barriers: rungs 19, 20) or a pair
+    of lists (K and V have rings and barriers of their own, drawn for rung 21)."""
+    H = HOPPER
+    split = isinstance(release, tuple)
+    rings = list(zip("KV", release)) if split else [("K, V", release)]
+    t, bars, tma = 0.0, [], []
+    full = {name: [] for name, _ in rings}
+    for j in range(len(rings[0][1])):
+        for name, rel in rings:
+            if j >= stages and rel[j - stages] > t:
+                what = f"empty{name if split else ''}[{j % stages}]"
+                bars.append(("wait", t, rel[j - stages], f"wait {what}"))
+                t = rel[j - stages]
+            bars.append(("issue", t, t + H["issue"], ""))
+            label = f"{name[0]}{j}, V{j}" if not split else f"{name}{j}"
+            tma.append(("tma", t, t + H["tma"], f"{label} → stage {j % stages}"))
+            full[name].append(t + H["tma"])
+            t += H["issue"]
+    return (full["K"], full["V"]) if split else full["K, V"], (bars, tma)
+
+
+def consumers_19(full):
+    """Each consumer: wait full[j]; S_j; softmax_j; P·V_j; wgmma.wait_group 0; arrive empty[j].
+    Nothing orders the two: both in a GEMM at once share the tensor cores (each at half rate)."""
+    H = HOPPER
+    nc, n, step = H["consumers"], H["tiles"], 0.005
+    prog = [
+        op
+        for j in range(n)
+        for op in (("full", j), ("S", j), ("softmax", j), ("PV", j), ("arrive", j))
+    ]
+    pos, cur, ready = [0] * nc, [None] * nc, [0.0] * nc
+    bars = {c: [] for c in range(nc)}
+    arrive = [[0.0] * nc for _ in range(n)]
+    busy, clock = [], 0.0
+    while any(pos[c] < len(prog) or cur[c] for c in range(nc)):
+        for c in range(nc):
+            while cur[c] is None and pos[c] < len(prog) and ready[c] <= clock + 1e-9:
+                kind, j = prog[pos[c]]
+                pos[c] += 1
+                if kind == "full":
+                    if full[j] > clock + 1e-9:
+                        bars[c].append(("wait", clock, full[j], "wait full"))
+                        ready[c] = full[j]
+                elif kind == "arrive":
+                    arrive[j][c] = clock
+                else:
+                    work = H["gemm"] if kind != "softmax" else H["softmax"] * (1 + c * H["drift"])
+                    cur[c] = [kind, j, work, clock]
+        gemm = [c for c in range(nc) if cur[c] and cur[c][0] != "softmax"]
+        if gemm:
+            busy.append((clock, clock + step))
+        for c in range(nc):
+            if cur[c]:
+                cur[c][2] -= step / len(gemm) if c in gemm else step
+                if cur[c][2] <= 1e-9:
+                    kind, j, _, start = cur[c]
+                    bars[c].append((kind, start, clock + step, f"{kind_name(kind)}{j}"))
+                    cur[c], ready[c] = None, clock + step
+        clock += step
+        if clock > 500:
+            fail("rung 19 schedule does not finish")
+    return [max(a) for a in arrive], bars, busy
+
+
+def consumers_20(full):
+    """Ping-pong: a consumer's GEMMs come in bursts (S_0; then P·V_{j-1} with S_j; then P·V_last),
+    and a named barrier hands the tensor cores to the consumers in turn: consumer 0's burst b,
+    consumer 1's burst b, consumer 0's burst b + 1, ... Between its bursts a consumer waits for its
+    wgmma (wait_group 0), arrives on empty[j - 1] and runs the softmax of S_j."""
+    H = HOPPER
+    nc, n, g = H["consumers"], H["tiles"], H["gemm"]
+    t, turn = [0.0] * nc, 0.0
+    bars = {c: [] for c in range(nc)}
+    arrive = [[0.0] * nc for _ in range(n)]
+    busy = []
+    for b in range(n + 1):
+        for c in range(nc):
+            start = t[c]
+            if turn > start:
+                bars[c].append(("turn", start, turn, "turn"))
+                start = turn
+            ops = ([("PV", b - 1)] if b else []) + ([("S", b)] if b < n else [])
+            for kind, j in ops:
+                if kind == "S" and full[j] > start:  # S_j needs K_j: wait on full[j]
+                    bars[c].append(("wait", start, full[j], "wait full"))
+                    start = full[j]
+                bars[c].append((kind, start, start + g, f"{kind_name(kind)}{j}"))
+                busy.append((start, start + g))
+                start += g
+            turn = start  # the named barrier: the other consumer's burst may start now
+            if b:
+                arrive[b - 1][c] = start
+            if b < n:
+                bars[c].append(("softmax", start, start + H["softmax"], f"sm{b}"))
+                start += H["softmax"]
+            t[c] = start
+    return [max(a) for a in arrive], bars, busy
+
+
+def consumers_21(full):
+    """One consumer warpgroup (the other does the same on its own rows, in turns as in rung 20).
+    Its wgmma run in issue order on the tensor cores while its warps go on:
+      S_0; wait_group 0
+      for j: issue S_{j+1} (if any); softmax of S_j; issue P·V_j;
+             wgmma.wait_group 1 (S_{j+1} done, P·V_j may still run)
+    K_j is released once S_j is done, V_j once P·V_j is: S_{j+1} is issued before P·V_j, so a
+    stage shared by K and V would hold K_{j+1} back behind P·V_{j-1}; drawn with K and V in rings
+    of their own (as FlashAttention-3 does)."""
+    H = HOPPER
+    full_k, full_v = full
+    n, g, sm = H["tiles"], H["gemm"], H["softmax"]
+    warps, tc, bars = 0.0, 0.0, {"async": [], "warps": []}
+    rel_k, rel_v, busy = [0.0] * n, [0.0] * n, []
+
+    def wait(until, what):
+        nonlocal warps
+        if until > warps:
+            bars["warps"].append(("wait", warps, until, what))
+            warps = until
+
+    def issue(kind, j):
+        nonlocal tc
+        start = max(warps, tc)
+        bars["async"].append((kind, start, start + g, f"{kind_name(kind)}{j}"))
+        busy.append((start, start + g))
+        tc = start + g
+        return tc
+
+    wait(full_k[0], "wait full")
+    rel_k[0] = issue("S", 0)
+    bars["warps"].append(("wgwait", warps, rel_k[0], "wait_group 0"))
+    warps = rel_k[0]
+    for j in range(n):
+        nxt = None
+        if j + 1 < n:
+            wait(full_k[j + 1], "wait full")
+            nxt = rel_k[j + 1] = issue("S", j + 1)
+        bars["warps"].append(("softmax", warps, warps + sm, f"sm{j}"))
+        warps += sm
+        wait(full_v[j], "wait full")
+        rel_v[j] = issue("PV", j)
+        done = nxt if nxt is not None else rel_v[j]  # wait_group 1 (0 after the last tile)
+        if done > warps:
+            bars["warps"].append(("wgwait", warps, done, "wait_group 1" if nxt else "wait_group 0"))
+            warps = done
+    return (rel_k, rel_v), bars, busy
+
+
+def kind_name(kind):
+    return {"S": "S", "PV": "PV", "softmax": "sm"}[kind]
+
+
+def hopper_run(consumer_fn, stages, split=False):
+    zero = [0.0] * HOPPER["tiles"]
+    release = (zero, zero) if split else zero
+    flat = lambda r: list(r[0]) + list(r[1]) if split else list(r)  # noqa: E731
+    for _ in range(50):
+        full, pbars = producer(release, stages)
+        new, cbars, busy = consumer_fn(full)
+        if all(abs(a - b) < 1e-6 for a, b in zip(flat(new), flat(release))):
+            return pbars, cbars, merge(busy)
+        release = new
+    fail("producer/consumer schedule does not settle")
+
+
+def merge(intervals):
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1] + 1e-6:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+HOPPER_STYLE = {
+    "tma": (COLOURS["tma"], 0.6, None),
+    "issue": ("#59386b", 1, None),
+    "S": (COLOURS["S"], 0.85, None),
+    "PV": (COLOURS["PV"], 0.85, None),
+    "softmax": (COLOURS["softmax"], 0.85, None),
+    "wait": ("white", 1, "///"),
+    "turn": ("white", 1, "..."),
+    "wgwait": ("white", 1, "\\\\\\"),
+}
+
+
+def draw_hopper(name, title, lanes, busy, out, note, tc_lane="tensor cores (SM)"):
+    fig, ax = plt.subplots(figsize=(12.5, 0.62 * (len(lanes) + 1) + 1.6))
+    h = 0.66
+    end = max(b[2] for _, bars in lanes for b in bars)
+    end = max(end, max(b for _, b in busy))
+    ys = list(range(len(lanes), 0, -1))
+    for y, (lane, bars) in zip(ys, lanes):
+        for kind, t0, t1, text in bars:
+            colour, alpha, hatch = HOPPER_STYLE[kind]
+            ec = COLOURS["stall"] if hatch else "black"
+            fs = 7 if t1 - t0 > 0.5 else 5.5
+            if kind in ("tma",):  # TMA copies overlap: stagger them
+                m = re.match(r"([KV])(\d+)(,?)", text)
+                joint = bool(m.group(3))  # "K0, V0": K and V share a stage
+                rows = 2 if joint else 4
+                row = int(m.group(2)) % 2 + (0 if joint or m.group(1) == "K" else 2)
+                hh = 1.2 * h / rows
+                yy = y + 0.6 * h - (row + 1) * hh
+                box(ax, t0, yy, t1 - t0, hh, colour, text, fs=6.5 if joint else 5.5, alpha=alpha)
+                continue
+            fits = t1 - t0 > 0.0056 * len(text) * end
+            box(
+                ax,
+                t0,
+                y - h / 2,
+                t1 - t0,
+                h,
+                colour,
+                text if fits else "",
+                fs=fs,
+                alpha=alpha,
+                hatch=hatch,
+                ec=ec,
+            )
+    for a, b in busy:
+        box(ax, a, -h / 2, b - a, h, "#333333", "", lw=0)
+    ax.text(
+        end,
+        0,
+        f"  tensor cores busy {sum(b - a for a, b in busy) / end:.0%} of the time",
+        va="center",
+        fontsize=7.5,
+    )
+    ax.set_yticks(ys + [0])
+    ax.set_yticklabels([lane for lane, _ in lanes] + [tc_lane], fontsize=8)
+    ax.set_ylim(-0.6, len(lanes) + 0.6)
+    ax.set_xlim(-0.015 * end, end * 1.22)
+    ax.set_xticks([])
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
+    ax.set_title(title, fontsize=9, loc="left")
+    handles = [
+        Patch(facecolor=COLOURS["tma"], alpha=0.6, label="TMA of K_j, V_j into a stage"),
+        Patch(facecolor=COLOURS["S"], alpha=0.85, label="wgmma S = Q·K_jᵀ"),
+        Patch(facecolor=COLOURS["softmax"], alpha=0.85, label="sm_j: softmax of S_j (warps)"),
+        Patch(facecolor=COLOURS["PV"], alpha=0.85, label="wgmma O += P·V_j"),
+        Patch(
+            facecolor="white",
+            edgecolor=COLOURS["stall"],
+            hatch="///",
+            label="waiting on an mbarrier (full / empty)",
+        ),
+    ]
+    kinds = {b[0] for _, bars in lanes for b in bars}
+    if "turn" in kinds:
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor=COLOURS["stall"],
+                hatch="...",
+                label="waiting for its turn (named barrier)",
+            )
+        )
+    if "wgwait" in kinds:
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor=COLOURS["stall"],
+                hatch="\\\\\\",
+                label="wgmma.wait_group",
+            )
+        )
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=7.5, frameon=False)
+    fig.text(0.01, 0.125, textwrap.fill(note, 190), fontsize=7, color="#555555", va="bottom")
+    fig.subplots_adjust(left=0.13, right=0.99, top=0.92, bottom=0.25)
+    save(fig, out, name)
+
+
+def fig_hopper(out, only):
+    H = HOPPER
+    rows = H["rows"]
+    cons = [
+        f"consumer WG {c}\n(rows {c * rows}-{(c + 1) * rows - 1})" for c in range(H["consumers"])
+    ]
+    common = (
+        f"Planned design, schematic (not measured): toy clock with TMA {H['tma']}, one wgmma "
+        f"product {H['gemm']}, softmax {H['softmax']} units; {H['tiles']} KV tiles of one "
+        "block."
+    )
+    for rung, fn, title, extra in (
+        (
+            "19",
+            consumers_19,
+            "Rung 19, warp specialisation: 1 producer warpgroup fills a {s}-stage ring; 2 consumer "
+            "warpgroups of {r} rows wait 'full', compute, arrive 'empty'",
+            " The consumers drift "
+            "on their own: often both are in the softmax while the tensor cores idle, or both in a "
+            "GEMM, sharing them.",
+        ),
+        (
+            "20",
+            consumers_20,
+            "Rung 20, ping-pong: a named barrier gives the tensor cores to one consumer at a time: "
+            "one's softmax runs while the other's GEMMs run",
+            " A consumer's GEMM burst is P·V_{j-1} "
+            "then S_j; then it waits (wgmma.wait_group 0), arrives 'empty' and runs softmax_j.",
+        ),
+        (
+            "21",
+            consumers_21,
+            "Rung 21, intra-warpgroup overlap: S_{{j+1}} = Q·K_{{j+1}}ᵀ is issued before the softmax "
+            "of S_j, and waited for with wgmma.wait_group 1",
+            " One consumer warpgroup drawn (the "
+            "other does the same on its rows, in turns as in rung 20). K and V drawn in rings "
+            "with barriers of their own: S_{j+1} is issued before P·V_j, so in a stage shared with "
+            "V, K_{j+1} would wait for P·V_{j-1}.",
+        ),
+    ):
+        name = f"hopper_timeline_{rung}.png"
+        if only and only not in name:
+            continue
+        stages, src = hopper_stages(rung)
+        if rung == "21":
+            saved = H["consumers"]
+            H["consumers"] = 1
+        pbars, cbars, busy = hopper_run(fn, stages, split=rung == "21")
+        prod = [("producer WG\n(1 thread)", pbars[0]), ("TMA in flight", pbars[1])]
+        if rung == "21":
+            H["consumers"] = saved
+            lanes = [
+                prod[0],
+                prod[1],
+                ("consumer WG 0: wgmma\nin flight (async)", cbars["async"]),
+                ("consumer WG 0: warps", cbars["warps"]),
+            ]
+        else:
+            lanes = [prod[0], prod[1]] + [(cons[c], cbars[c]) for c in range(H["consumers"])]
+        note = common + extra + ("" if src == "planned" else f" Ring size from {src}.")
+        draw_hopper(
+            name,
+            title.format(s=stages, r=rows),
+            lanes,
+            busy,
+            out,
+            note,
+            "tensor cores\n(WG 0's wgmma)" if rung == "21" else "tensor cores (SM)",
+        )
+
+
+# ------------------------------------------------------------------------------------------------
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "figures"))
+    ap.add_argument("--only", default="", help="draw only the figures whose file name has this")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if not args.only or args.only in "tiling.png":
+        fig_tiling(args.out)
+    fig_timelines(args.out, args.only)
+    if not args.only or args.only in "swizzle_banks.png":
+        fig_swizzle(args.out)
+    fig_hopper(args.out, args.only)
+
+
+if __name__ == "__main__":
+    main()
