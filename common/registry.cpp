@@ -31,10 +31,18 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
     if (cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
-        major * 10 + minor < kernel.min_sm) {
-      why = "needs compute capability >= " + std::to_string(kernel.min_sm / 10) + "." +
-            std::to_string(kernel.min_sm % 10) + " (device has " + std::to_string(major) + "." +
-            std::to_string(minor) + ")";
+        (major * 10 + minor < kernel.min_sm ||
+         (kernel.max_sm != 0 && major * 10 + minor > kernel.max_sm))) {
+      const std::string has = " (device has " + std::to_string(major) + "." +
+                              std::to_string(minor) + ")";
+      if (kernel.max_sm == kernel.min_sm) {
+        why = "needs compute capability " + std::to_string(kernel.min_sm / 10) + "." +
+              std::to_string(kernel.min_sm % 10) + " exactly: its code is built for sm_" +
+              std::to_string(kernel.min_sm) + "a alone (wgmma, TMA, setmaxnreg)" + has;
+      } else {
+        why = "needs compute capability >= " + std::to_string(kernel.min_sm / 10) + "." +
+              std::to_string(kernel.min_sm % 10) + has;
+      }
     }
   }
   return why.empty() ? why : "kernel " + kernel.name() + ": " + why;

@@ -38,6 +38,9 @@ struct KernelInfo {
   // unfused baseline): its low-precision reference rounds S as well (RefPrecision::kLowpScores).
   // Every fused rung keeps S in fp32 and leaves this false.
   bool scores_in_input_dtype = false;
+  // Highest compute capability * 10 the kernel runs on; 0 = no limit. The Hopper rungs (17+) are
+  // built for sm_90a alone, whose instructions (wgmma, setmaxnreg) no other GPU has: 90.
+  int max_sm = 0;
 
   std::string name() const;  // "01_naive"
 };

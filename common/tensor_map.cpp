@@ -1,0 +1,71 @@
+#include "common/tensor_map.h"
+
+#include <cuda_runtime.h>
+
+#include "common/cuda_check.h"
+
+namespace fl {
+
+namespace {
+
+// cuTensorMapEncodeTiled's signature as of CUDA 12.0 (the version asked for below).
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiled encoder() {
+  static EncodeTiled fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    FL_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000,
+                                                   cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || p == nullptr) {
+      throw CudaError("cuTensorMapEncodeTiled: the driver does not provide it (TMA needs a "
+                      "CUDA 12 driver)");
+    }
+    return reinterpret_cast<EncodeTiled>(p);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+std::string tma_rules(const char* tensor, const Strides& s, int64_t rows) {
+  constexpr int64_t kElem = 2, kMaxStride = int64_t{1} << 40;
+  const std::string t = tensor;
+  if (s.row * kElem >= kMaxStride || s.head * kElem >= kMaxStride ||
+      s.batch * kElem >= kMaxStride) {
+    return t + "'s strides must be below 2^40 bytes (a TMA rule)";
+  }
+  if (rows >= (int64_t{1} << 32)) return t + "'s length must be below 2^32 (a TMA rule)";
+  return "";
+}
+
+CUtensorMap make_tensor_map_4d(const void* base, int64_t head_dim, int64_t rows, int64_t heads,
+                               int64_t batch, const Strides& s, int box_rows) {
+  constexpr int64_t kElem = 2;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
+  // Strides of dims 1..3 in bytes (dim 0 is contiguous: its stride is the element size).
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(s.row * kElem),
+                                 static_cast<cuuint64_t>(s.head * kElem),
+                                 static_cast<cuuint64_t>(s.batch * kElem)};
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map{};
+  // The data type only sets the element size here (the copy moves bits): 16-bit for fp16 and
+  // bf16 alike.
+  const CUresult r = encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(base),
+                               dims, strides, box, element_strides,
+                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    throw CudaError("cuTensorMapEncodeTiled refused the map (CUresult " +
+                    std::to_string(static_cast<int>(r)) + ")");
+  }
+  return map;
+}
+
+}  // namespace fl

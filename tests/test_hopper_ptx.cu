@@ -1,0 +1,514 @@
+// Building blocks of the Hopper rungs (17+), each tested alone before a kernel relies on it:
+//   1. the wgmma matrix descriptor, encoded on the CPU: every field at its bit position;
+//   2. the 128-byte swizzle formula the descriptor and TMA share (host);
+//   3. one warpgroup's wgmma.mma_async m64nNk16 against a CPU matmul: SS (A and B from shared
+//      memory, K-major, as S = Q·Kᵀ), RS (A from registers, as P) with B K-major and with B
+//      MN-major through the transpose bit (as V); fp16 and bf16; the accumulator written out
+//      through the documented thread -> (row, column) map;
+//   4. one TMA box into a 128-byte-swizzled tile, checked element by element against the global
+//      tensor through the swizzle formula, inside the tensor and at its edge (zero fill);
+//   5. an mbarrier ring of 2 stages driven through 40 TMA loads (full/empty barriers, parity
+//      waits): a consumer that read a stage early would copy the tile of two loads before.
+// Every comparison is exact: small integers are exact in fp16, bf16 and fp32 sums; TMA moves bits.
+// GPU tests need compute capability 9.0 (this binary holds sm_90a code only) and skip otherwise.
+//
+//   test_hopper_ptx --gtest_filter='GmmaDesc*:Sw128*'   # the host part
+#include <gtest/gtest.h>
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/cuda_check.h"
+#include "common/device_buffer.h"
+#include "common/ptx/fence_proxy.cuh"
+#include "common/ptx/gmma_desc.cuh"
+#include "common/ptx/mbarrier.cuh"
+#include "common/ptx/tma.cuh"
+#include "common/ptx/wgmma.cuh"
+#include "common/tensor_map.h"
+
+namespace {
+
+namespace gmma = fl::ptx::gmma;
+
+// ---------------------------------------------------------------------------------------------
+// 1-2. Host: the descriptor and the swizzle
+// ---------------------------------------------------------------------------------------------
+
+TEST(GmmaDesc, FieldsAtTheirBitPositions) {
+  // One field at a time: value >> 4 lands at the field's lowest bit.
+  EXPECT_EQ(gmma::encode({0x1230, 0, 0, 0, gmma::Layout::kNone}), uint64_t{0x123});
+  EXPECT_EQ(gmma::encode({0, 0x450, 0, 0, gmma::Layout::kNone}), uint64_t{0x45} << 16);
+  EXPECT_EQ(gmma::encode({0, 0, 0x780, 0, gmma::Layout::kNone}), uint64_t{0x78} << 32);
+  EXPECT_EQ(gmma::encode({0, 0, 0, 5, gmma::Layout::kNone}), uint64_t{5} << 49);
+  EXPECT_EQ(gmma::encode({0, 0, 0, 0, gmma::Layout::k128B}), uint64_t{1} << 62);
+  EXPECT_EQ(gmma::encode({0, 0, 0, 0, gmma::Layout::k64B}), uint64_t{2} << 62);
+  EXPECT_EQ(gmma::encode({0, 0, 0, 0, gmma::Layout::k32B}), uint64_t{3} << 62);
+  // Fields are 14 bits wide: the largest values fill them exactly and touch nothing else.
+  EXPECT_EQ(gmma::encode({0x3FFF0, 0x3FFF0, 0x3FFF0, 7, gmma::Layout::k32B}),
+            uint64_t{0x3FFF} | (uint64_t{0x3FFF} << 16) | (uint64_t{0x3FFF} << 32) |
+                (uint64_t{7} << 49) | (uint64_t{3} << 62));
+}
+
+TEST(GmmaDesc, DecodeInvertsEncode) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 1000; ++i) {
+    gmma::DescFields f;
+    f.start_addr = (rng() & 0x3FFF) << 4;
+    f.lbo = (rng() & 0x3FFF) << 4;
+    f.sbo = (rng() & 0x3FFF) << 4;
+    f.base_offset = rng() & 7;
+    f.layout = static_cast<gmma::Layout>(rng() & 3);
+    const gmma::DescFields g = gmma::decode(gmma::encode(f));
+    ASSERT_EQ(g.start_addr, f.start_addr);
+    ASSERT_EQ(g.lbo, f.lbo);
+    ASSERT_EQ(g.sbo, f.sbo);
+    ASSERT_EQ(g.base_offset, f.base_offset);
+    ASSERT_EQ(g.layout, f.layout);
+  }
+}
+
+TEST(GmmaDesc, TheTwoOperandKindsOfTheLadder) {
+  // K-major (Q, K): SBO = 1024 (8 rows of 128 bytes), LBO encoded as 1, 128-byte swizzle.
+  const gmma::DescFields k = gmma::decode(gmma::kmajor_sw128(0x8400));
+  EXPECT_EQ(k.start_addr, 0x8400u);
+  EXPECT_EQ(k.sbo, 1024u);
+  EXPECT_EQ(k.lbo, 16u);
+  EXPECT_EQ(k.layout, gmma::Layout::k128B);
+  EXPECT_EQ(k.base_offset, 0u);
+  // MN-major (V): LBO = the distance between the 64-column blocks, here 128 keys x 128 bytes.
+  const gmma::DescFields v = gmma::decode(gmma::mnmajor_sw128(0x10000, 128 * 128));
+  EXPECT_EQ(v.lbo, 16384u);
+  EXPECT_EQ(v.sbo, 1024u);
+  EXPECT_EQ(v.layout, gmma::Layout::k128B);
+  // A k-step moves the start address only.
+  const uint64_t d = gmma::kmajor_sw128(0x8400);
+  EXPECT_EQ(gmma::decode(gmma::advance(d, 96)).start_addr, 0x8400u + 96);
+  EXPECT_EQ(gmma::advance(d, 96) & ~uint64_t{0x3FFF}, d & ~uint64_t{0x3FFF});
+}
+
+TEST(Sw128, EveryRowIsAPermutationOfItsChunks) {
+  // 8 consecutive rows x 8 chunks of 16 bytes: each (row, chunk) lands on a distinct 16-byte
+  // slot of the 1024-byte group, and chunk c of row r sits at slot c ^ (r % 8) of row r.
+  for (uint32_t rows : {64u, 128u}) {
+    std::set<uint32_t> seen;
+    for (uint32_t r = 0; r < rows; ++r) {
+      for (uint32_t c = 0; c < 128; c += 8) {
+        const uint32_t off = gmma::sw128_offset(r, c, rows);
+        EXPECT_EQ(off % 16, 0u);
+        EXPECT_EQ(off, (c / 64) * rows * 128 + r * 128 + ((((c % 64) / 8) ^ (r % 8)) * 16));
+        EXPECT_TRUE(seen.insert(off).second) << "two chunks at byte " << off;
+      }
+    }
+    EXPECT_EQ(seen.size(), rows * 16);
+    // Elements inside a chunk stay in order.
+    EXPECT_EQ(gmma::sw128_offset(3, 21, rows), gmma::sw128_offset(3, 16, rows) + 10);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU helpers
+// ---------------------------------------------------------------------------------------------
+
+bool hopper_ready(std::string* why) {
+  if (!fl::gpu_available(why)) return false;
+  int device = 0, major = 0, minor = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FL_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) {
+    *why = "wgmma, TMA and setmaxnreg are sm_90a instructions: this test needs compute "
+           "capability 9.0 (device has " + std::to_string(major) + "." + std::to_string(minor) +
+           ")";
+    return false;
+  }
+  return true;
+}
+
+#define REQUIRE_HOPPER()                             \
+  do {                                               \
+    std::string why_;                                \
+    if (!hopper_ready(&why_)) GTEST_SKIP() << why_;  \
+  } while (0)
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// The first 1024-byte boundary at or after the dynamic shared memory's start (allocate 1 KiB
+// more than needed).
+__device__ __forceinline__ uint8_t* align_1024(uint8_t* p) {
+  const uint32_t a = smem_u32(p);
+  return p + ((1024 - (a % 1024)) % 1024);
+}
+
+template <typename T>
+uint16_t to_bits(float x);
+template <>
+uint16_t to_bits<__half>(float x) {
+  const __half h = __float2half(x);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+template <>
+uint16_t to_bits<__nv_bfloat16>(float x) {
+  const __nv_bfloat16 h = __float2bfloat16(x);
+  uint16_t b;
+  std::memcpy(&b, &h, 2);
+  return b;
+}
+
+// Small random integers in [-3, 3]: exact in fp16/bf16, and every dot product of up to 128 terms
+// is an integer below 2^11, exact in fp32 whatever the order of the additions.
+std::vector<float> small_ints(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(static_cast<int>(rng() % 7) - 3);
+  return v;
+}
+
+template <typename T>
+fl::DeviceBuffer upload(const std::vector<float>& v) {
+  std::vector<uint16_t> bits(v.size());
+  for (size_t i = 0; i < v.size(); ++i) bits[i] = to_bits<T>(v[i]);
+  fl::DeviceBuffer d(bits.size() * 2);
+  FL_CUDA_CHECK(cudaMemcpy(d.get(), bits.data(), bits.size() * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+
+// Writes the accumulator to D[64][N] through the map of common/ptx/wgmma.cuh's banner.
+template <int N>
+__device__ void store_accumulator(const float (&d)[N / 2], float* D) {
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int row = 16 * warp + lane / 4, col = 2 * (lane % 4);
+#pragma unroll
+  for (int b = 0; b < N / 8; ++b) {
+    D[row * N + 8 * b + col] = d[4 * b + 0];
+    D[row * N + 8 * b + col + 1] = d[4 * b + 1];
+    D[(row + 8) * N + 8 * b + col] = d[4 * b + 2];
+    D[(row + 8) * N + 8 * b + col + 1] = d[4 * b + 3];
+  }
+}
+
+// Copies a row-major [rows][cols] global matrix into a 128-byte-swizzled shared tile.
+template <typename T>
+__device__ void fill_sw128(uint8_t* tile, const T* g, int rows, int cols) {
+  for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
+    const int r = i / cols, c = i % cols;
+    *reinterpret_cast<T*>(tile + gmma::sw128_offset(r, c, rows)) = g[i];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. wgmma
+// ---------------------------------------------------------------------------------------------
+
+// D[64][N] = A[64][K] · B[N][K]ᵀ, both operands from shared memory, K-major (as S = Q·Kᵀ).
+template <typename T, int N, int K>
+__global__ void wgmma_ss_kernel(const T* A, const T* B, float* D) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sA = align_1024(smem_raw);  // [64][K]: K / 64 blocks of 64 x 128 bytes
+  uint8_t* sB = sA + 64 * K * 2;       // [N][K]: K / 64 blocks of N x 128 bytes
+  fill_sw128(sA, A, 64, K);
+  fill_sw128(sB, B, N, K);
+  fl::ptx::fence_proxy_async_shared();  // st.shared above, wgmma (async proxy) below
+  __syncthreads();
+  float d[N / 2];
+  const uint64_t desc_a = gmma::kmajor_sw128(smem_u32(sA));
+  const uint64_t desc_b = gmma::kmajor_sw128(smem_u32(sB));
+  fl::ptx::wgmma::fence();
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {  // k-step s: block s / 4, 32 (s % 4) bytes into its rows
+    fl::ptx::wgmma::Wgmma<T, N>::template ss<0>(
+        d, gmma::advance(desc_a, (s / 4) * 64 * 128 + (s % 4) * 32),
+        gmma::advance(desc_b, (s / 4) * N * 128 + (s % 4) * 32), s > 0);
+  }
+  fl::ptx::wgmma::commit_group();
+  fl::ptx::wgmma::wait_group<0>();
+  fl::ptx::wgmma::fence_operands(d);
+  store_accumulator<N>(d, D);
+}
+
+// D[64][N] = A[64][K] · B, A from registers (as P), B from shared memory: [K][N] MN-major with
+// the transpose bit (as V) when kTransB, else [N][K] K-major.
+template <typename T, int N, int K, int kTransB>
+__global__ void wgmma_rs_kernel(const T* A, const T* B, float* D) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sB = align_1024(smem_raw);
+  if (kTransB) {
+    fill_sw128(sB, B, K, N);  // [K][N]: N / 64 blocks of K x 128 bytes
+  } else {
+    fill_sw128(sB, B, N, K);
+  }
+  fl::ptx::fence_proxy_async_shared();
+  __syncthreads();
+  // A fragment of k-step s for this thread: rows g and g + 8 of the warp's 16, k 2q, +1, +8, +9.
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int row = 16 * warp + lane / 4, k0 = 2 * (lane % 4);
+  auto pair = [&](int r, int k) {
+    const uint16_t* a = reinterpret_cast<const uint16_t*>(A);
+    return static_cast<uint32_t>(a[r * K + k]) | (static_cast<uint32_t>(a[r * K + k + 1]) << 16);
+  };
+  uint32_t a[K / 16][4];
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {
+    a[s][0] = pair(row, 16 * s + k0);
+    a[s][1] = pair(row + 8, 16 * s + k0);
+    a[s][2] = pair(row, 16 * s + 8 + k0);
+    a[s][3] = pair(row + 8, 16 * s + 8 + k0);
+  }
+  float d[N / 2];
+  const uint64_t desc_b = kTransB ? gmma::mnmajor_sw128(smem_u32(sB), K * 128)
+                                  : gmma::kmajor_sw128(smem_u32(sB));
+  fl::ptx::wgmma::fence();
+#pragma unroll
+  for (int s = 0; s < K / 16; ++s) {
+    // MN-major: k-step s is 16 rows (keys) further, 16 x 128 bytes; K-major as in the SS case.
+    const uint32_t step = kTransB ? s * 16 * 128 : (s / 4) * N * 128 + (s % 4) * 32;
+    fl::ptx::wgmma::Wgmma<T, N>::template rs<kTransB>(d, a[s], gmma::advance(desc_b, step),
+                                                      s > 0);
+  }
+  fl::ptx::wgmma::commit_group();
+  fl::ptx::wgmma::wait_group<0>();
+  fl::ptx::wgmma::fence_operands(d);
+  store_accumulator<N>(d, D);
+}
+
+enum class Kind { kSS, kRSKMajorB, kRSTransposedB };
+
+template <typename T, int N, int K, Kind kKind>
+void check_wgmma(uint32_t seed) {
+  const std::vector<float> a = small_ints(64 * K, seed), b = small_ints(N * K, seed + 1);
+  // b is read as [N][K] (K-major) or as [K][N] (transposed kind).
+  std::vector<float> ref(64 * N, 0.f);
+  for (int i = 0; i < 64; ++i) {
+    for (int j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int k = 0; k < K; ++k) {
+        const float bkj = kKind == Kind::kRSTransposedB ? b[k * N + j] : b[j * K + k];
+        acc += static_cast<double>(a[i * K + k]) * bkj;
+      }
+      ref[i * N + j] = static_cast<float>(acc);
+    }
+  }
+  fl::DeviceBuffer dA = upload<T>(a), dB = upload<T>(b), dD(64 * N * 4);
+  FL_CUDA_CHECK(cudaMemset(dD.get(), 0xFF, dD.bytes()));  // NaN: unwritten outputs fail
+  const T* pa = static_cast<const T*>(dA.get());
+  const T* pb = static_cast<const T*>(dB.get());
+  float* pd = static_cast<float*>(dD.get());
+  if constexpr (kKind == Kind::kSS) {
+    const int smem = (64 + N) * K * 2 + 1024;
+    FL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_ss_kernel<T, N, K>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    wgmma_ss_kernel<T, N, K><<<1, 128, smem>>>(pa, pb, pd);
+  } else {
+    constexpr int kTrans = kKind == Kind::kRSTransposedB ? 1 : 0;
+    const int smem = N * K * 2 + 1024;
+    FL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_rs_kernel<T, N, K, kTrans>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    wgmma_rs_kernel<T, N, K, kTrans><<<1, 128, smem>>>(pa, pb, pd);
+  }
+  FL_CHECK_LAUNCH();
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> out(64 * N);
+  FL_CUDA_CHECK(cudaMemcpy(out.data(), dD.get(), dD.bytes(), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int i = 0; i < 64 * N; ++i) {
+    if (out[i] != ref[i] && ++wrong <= 5) {
+      ADD_FAILURE() << "D[" << i / N << "][" << i % N << "] = " << out[i] << ", expected "
+                    << ref[i];
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "elements wrong of " << 64 * N;
+}
+
+TEST(Wgmma, SS_m64n128k16_QKt_fp16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__half, 128, 128, Kind::kSS>(11);
+}
+TEST(Wgmma, SS_m64n128k16_QKt_bf16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__nv_bfloat16, 128, 128, Kind::kSS>(12);
+}
+TEST(Wgmma, SS_m64n64k16_fp16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__half, 64, 64, Kind::kSS>(13);
+}
+TEST(Wgmma, RS_TransposedB_PV_fp16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__half, 128, 64, Kind::kRSTransposedB>(14);
+}
+TEST(Wgmma, RS_TransposedB_PV_bf16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__nv_bfloat16, 128, 128, Kind::kRSTransposedB>(15);
+}
+TEST(Wgmma, RS_KMajorB_fp16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__half, 64, 128, Kind::kRSKMajorB>(16);
+}
+TEST(Wgmma, RS_KMajorB_bf16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__nv_bfloat16, 128, 64, Kind::kRSKMajorB>(17);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. TMA: one box into a swizzled tile
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kBoxRows = 64;
+
+// Loads the box at (c0, c1, c2, c3) and copies the shared tile's raw bytes out.
+__global__ void tma_box_kernel(const __grid_constant__ CUtensorMap map, int c0, int c1, int c2,
+                               int c3, uint16_t* out) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* tile = align_1024(smem_raw);
+  __shared__ alignas(8) uint64_t bar;
+  const uint32_t b = smem_u32(&bar);
+  if (threadIdx.x == 0) {
+    fl::ptx::mbarrier::init(b, 1);
+    fl::ptx::mbarrier::fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    fl::ptx::mbarrier::arrive_expect_tx(b, kBoxRows * 128);  // the whole box, zeros included
+    fl::ptx::tma::load_4d(smem_u32(tile), &map, b, c0, c1, c2, c3);
+  }
+  fl::ptx::mbarrier::wait(b, 0);
+  const uint16_t* t = reinterpret_cast<const uint16_t*>(tile);
+  for (int i = threadIdx.x; i < kBoxRows * 64; i += blockDim.x) out[i] = t[i];
+}
+
+TEST(Tma, BoxLandsInTheSwizzleAndZeroFillsPastTheEnd) {
+  REQUIRE_HOPPER();
+  // [B = 2][H = 3][N = 200][d = 128] fp16 bits, contiguous (BHND).
+  constexpr int B = 2, H = 3, N = 200, D = 128;
+  std::mt19937 rng(21);
+  std::vector<uint16_t> host(static_cast<size_t>(B) * H * N * D);
+  for (uint16_t& x : host) x = static_cast<uint16_t>(rng() | 1);  // never 0: zero fill shows
+  fl::DeviceBuffer g(host.size() * 2);
+  FL_CUDA_CHECK(cudaMemcpy(g.get(), host.data(), g.bytes(), cudaMemcpyHostToDevice));
+  fl::Strides s;
+  s.row = D;
+  s.head = static_cast<int64_t>(N) * D;
+  s.batch = static_cast<int64_t>(H) * N * D;
+  const CUtensorMap map = fl::make_tensor_map_4d(g.get(), D, N, H, B, s, kBoxRows);
+  fl::DeviceBuffer out(kBoxRows * 64 * 2);
+  const int smem = kBoxRows * 128 + 1024;
+  // A box inside the tensor, then one whose rows 192..255 run past N = 200.
+  for (const int row0 : {64, 192}) {
+    const int col0 = 64, head = 2, batch = 1;
+    tma_box_kernel<<<1, 128, smem>>>(map, col0, row0, head, batch,
+                                     static_cast<uint16_t*>(out.get()));
+    FL_CHECK_LAUNCH();
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> tile(kBoxRows * 64);
+    FL_CUDA_CHECK(cudaMemcpy(tile.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost));
+    int wrong = 0;
+    for (int r = 0; r < kBoxRows; ++r) {
+      for (int c = 0; c < 64; ++c) {
+        const uint16_t got = tile[gmma::sw128_offset(r, c, kBoxRows) / 2];
+        const int n = row0 + r;
+        const uint16_t want =
+            n < N ? host[((static_cast<size_t>(batch) * H + head) * N + n) * D + col0 + c] : 0;
+        if (got != want && ++wrong <= 5) {
+          ADD_FAILURE() << "box row0 " << row0 << ": element (" << r << ", " << c << ") is "
+                        << got << ", expected " << want;
+        }
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "box at row " << row0;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. An mbarrier ring: full/empty pairs, parity, many more loads than stages
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kRingStages = 2, kRingLoads = 40;
+
+// Warp 4 produces (one thread: wait "empty", arm "full" with the bytes, issue the TMA), warps 0-3
+// consume (wait "full", copy the tile out unswizzled, arrive on "empty"). Load j uses stage j % 2
+// for the (j / 2)-th time: its waits use parity (j / 2) % 2.
+__global__ void ring_kernel(const __grid_constant__ CUtensorMap map, uint16_t* out) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* ring = align_1024(smem_raw);  // kRingStages x [64][64] 16-bit, swizzled
+  __shared__ alignas(8) uint64_t full[kRingStages], empty[kRingStages];
+  constexpr int kConsumers = 128;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kRingStages; ++s) {
+      fl::ptx::mbarrier::init(smem_u32(&full[s]), 1);
+      fl::ptx::mbarrier::init(smem_u32(&empty[s]), kConsumers);
+    }
+    fl::ptx::mbarrier::fence_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= kConsumers) {  // the producer warp
+    if (threadIdx.x == kConsumers) {
+      for (int j = 0; j < kRingLoads; ++j) {
+        const int s = j % kRingStages, use = j / kRingStages;
+        if (use > 0) fl::ptx::mbarrier::wait(smem_u32(&empty[s]), (use - 1) % 2);
+        fl::ptx::mbarrier::arrive_expect_tx(smem_u32(&full[s]), 64 * 128);
+        fl::ptx::tma::load_4d(smem_u32(ring + s * 64 * 128), &map, smem_u32(&full[s]), 0,
+                              64 * j, 0, 0);
+      }
+    }
+    return;
+  }
+  for (int j = 0; j < kRingLoads; ++j) {
+    const int s = j % kRingStages, use = j / kRingStages;
+    fl::ptx::mbarrier::wait(smem_u32(&full[s]), use % 2);
+    const uint8_t* tile = ring + s * 64 * 128;
+    for (int i = threadIdx.x; i < 64 * 64; i += kConsumers) {
+      const int r = i / 64, c = i % 64;
+      out[(static_cast<size_t>(j) * 64 + r) * 64 + c] =
+          *reinterpret_cast<const uint16_t*>(tile + gmma::sw128_offset(r, c, 64));
+    }
+    fl::ptx::mbarrier::arrive(smem_u32(&empty[s]));
+  }
+}
+
+TEST(MbarrierRing, FortyLoadsThroughTwoStagesArriveInOrder) {
+  REQUIRE_HOPPER();
+  constexpr int kRows = 64 * kRingLoads, kCols = 64;
+  std::mt19937 rng(31);
+  std::vector<uint16_t> host(static_cast<size_t>(kRows) * kCols);
+  for (uint16_t& x : host) x = static_cast<uint16_t>(rng());
+  fl::DeviceBuffer g(host.size() * 2), out(host.size() * 2);
+  FL_CUDA_CHECK(cudaMemcpy(g.get(), host.data(), g.bytes(), cudaMemcpyHostToDevice));
+  fl::Strides s;
+  s.row = kCols;
+  s.head = s.batch = static_cast<int64_t>(kRows) * kCols;
+  const CUtensorMap map = fl::make_tensor_map_4d(g.get(), kCols, kRows, 1, 1, s, 64);
+  const int smem = kRingStages * 64 * 128 + 1024;
+  std::vector<uint16_t> first;
+  for (int run = 0; run < 3; ++run) {
+    FL_CUDA_CHECK(cudaMemset(out.get(), 0, out.bytes()));
+    ring_kernel<<<1, 160, smem>>>(map, static_cast<uint16_t*>(out.get()));
+    FL_CHECK_LAUNCH();
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> got(host.size());
+    FL_CUDA_CHECK(cudaMemcpy(got.data(), out.get(), out.bytes(), cudaMemcpyDeviceToHost));
+    // The consumers' copy of load j is exactly rows 64j..64j+63: a stage read before its load
+    // landed would hold load j - 2 (or zeros on the first use).
+    size_t wrong = 0;
+    for (size_t i = 0; i < host.size(); ++i) wrong += got[i] != host[i];
+    EXPECT_EQ(wrong, 0u) << "run " << run << ": elements wrong of " << host.size();
+    if (run == 0) {
+      first = got;
+    } else {
+      EXPECT_EQ(got, first) << "run " << run << " differs bitwise from run 0";
+    }
+  }
+}
+
+}  // namespace
