@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Registers, shared memory, stack and spills of every kernel, from the ptxas reports the build
-keeps beside each kernel object (build/CMakeFiles/fl_kernels.dir/kernels/NN_slug/*.ptxas.txt).
+keeps beside each kernel object (build/CMakeFiles/fl_kernels.dir/kernels/NN_slug/*.ptxas.txt;
+the Hopper rungs, 17+: build/CMakeFiles/fl_kernels_sm90a.dir/kernels/NN_slug/).
 
     scripts/resource_report.py build                 # print a table per kernel
     scripts/resource_report.py build --pages         # also fill the <!-- BEGIN resources -->
@@ -75,10 +76,13 @@ def main():
     ap.add_argument("build", nargs="?", default="build")
     ap.add_argument("--pages", action="store_true", help="fill the resources block of each page")
     args = ap.parse_args()
-    base = pathlib.Path(args.build) / "CMakeFiles" / "fl_kernels.dir" / "kernels"
-    if not base.exists():
-        sys.exit(f"no kernel objects under {base}: build first")
-    for kdir in sorted(p for p in base.iterdir() if p.is_dir()):
+    # Rungs 00-16 (target fl_kernels) and the Hopper rungs, 17+ (target fl_kernels_sm90a).
+    bases = [pathlib.Path(args.build) / "CMakeFiles" / t / "kernels"
+             for t in ("fl_kernels.dir", "fl_kernels_sm90a.dir")]
+    if not bases[0].exists():
+        sys.exit(f"no kernel objects under {bases[0]}: build first")
+    kdirs = [p for base in bases if base.exists() for p in base.iterdir() if p.is_dir()]
+    for kdir in sorted(kdirs, key=lambda p: p.name):
         rows = []
         for rep in sorted(kdir.glob("*.ptxas.txt")):
             rows += parse(rep.read_text())

@@ -11,6 +11,7 @@ of each opcode the compiler emitted (static counts: instructions in the code, no
   scripts/sass_counts.py build/ladder --filter 'k0[5-8]_' --json sass.json
   cuobjdump -sass build/ladder > all.sass; scripts/sass_counts.py --sass all.sass --kernel 3
   scripts/sass_counts.py build/ladder --kernel 12 --kernel 13 --arch sm_90 --loop   # KV loop only
+  scripts/sass_hopper.sh build      # HGMMA/HMMA/LDL/STL per kernel of each Hopper rung (17+)
 
 Opcodes are counted without modifiers (HMMA.16816.F32.BF16 -> HMMA) unless --full; predicates
 (@P0, @!PT) are dropped. --loop counts only the body of each function's largest loop (from the
@@ -32,13 +33,36 @@ FUNC_RE = re.compile(r"^\s*Function\s*:\s*(\S+)")
 ARCH_RE = re.compile(r"code for (sm_\d+[a-z]?)")
 
 
-def dump_sass(path, arch):
+def find_cuobjdump():
+    """cuobjdump from PATH, else from the pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm
+    (<site-packages>/nvidia/*/bin, as cmake/sass_tools.cmake looks); (path, env for nvdisasm)."""
     exe = shutil.which("cuobjdump")
+    if exe is not None:
+        return exe, None
+    import glob
+    import os
+    import site
+    roots = list(sys.path)
+    try:
+        roots += site.getsitepackages() + [site.getusersitepackages()]
+    except Exception:
+        pass
+    for root in roots:
+        for d in sorted(glob.glob(os.path.join(root, "nvidia", "*", "bin"))):
+            if os.path.exists(os.path.join(d, "cuobjdump")):
+                env = dict(os.environ, PATH=d + os.pathsep + os.environ.get("PATH", ""))
+                return os.path.join(d, "cuobjdump"), env
+    return None, None
+
+
+def dump_sass(path, arch):
+    exe, env = find_cuobjdump()
     if exe is None:
-        sys.exit("sass_counts.py: cuobjdump is not on PATH (it ships with the CUDA toolkit); "
+        sys.exit("sass_counts.py: cuobjdump is not on PATH (it ships with the CUDA toolkit, or: "
+                 "python3 -m pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); "
                  "or pass a dump with --sass")
     cmd = [exe, "-sass"] + (["-arch", arch] if arch else []) + [path]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode != 0:
         sys.exit(f"sass_counts.py: {' '.join(cmd)} failed:\n{res.stderr}")
     return res.stdout

@@ -1,0 +1,135 @@
+// The Hopper rungs' GEMMs run on wgmma: in the machine code (SASS) every attention kernel of a
+// Hopper rung (17 and up) has at least one HGMMA and not one HMMA. CPU only: it disassembles the
+// objects of target fl_kernels_sm90a with `cuobjdump -sass`.
+//
+// HMMA is the SASS of `mma.sync` (rungs 03-16): one warp multiplies a small tile held in its
+// registers. HGMMA is the SASS of `wgmma.mma_async`: a warpgroup (four warps) multiplies a tile
+// whose B operand (and A, in the SS form) is read from shared memory through a matrix descriptor,
+// issued asynchronously and waited for later (WARPGROUP.ARRIVE before, WARPGROUP.DEPBAR after).
+// QGMMA is the same for fp8 inputs (rung 24) and counts as a wgmma here. A Hopper rung whose
+// GEMM compiled to HMMA would be rung 16 on a new page: this test says so without a GPU.
+//
+// cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
+// pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
+// and the environment variable FL_CUOBJDUMP overrides that. Without it the test skips and says
+// so; without a Hopper rung in the build, too. A rung without objects, or without a function
+// whose name holds "attention", fails.
+#include <cxxabi.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "build_reports.h"
+#include "common/registry.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> d(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && d ? std::string(d.get()) : name;
+}
+
+// stdout and stderr of a shell command, and its exit status.
+std::string run(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
+  if (!pipe) {
+    *status = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  *status = pclose(pipe);
+  return out;
+}
+
+std::string quoted(const std::string& s) {  // for sh: 'it'\''s'
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct Counts {
+  int gmma = 0;  // HGMMA (fp16/bf16) or QGMMA (fp8): wgmma.mma_async
+  int hmma = 0;  // mma.sync
+};
+
+// Function name -> counts, from `cuobjdump -sass` output. An instruction line looks like
+//   /*0270*/   @P0 HGMMA.64x8x16.F32 R24, gdesc[UR12], R24, UP0, gsb0 ;  /* 0x... */
+std::map<std::string, Counts> count_sass(const std::string& sass) {
+  static const std::regex func(R"(^\s*Function\s*:\s*(\S+))");
+  static const std::regex instr(R"(^\s*/\*[0-9a-fA-F]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P\w+\s+)?([A-Z0-9_]+))");
+  std::map<std::string, Counts> out;
+  Counts* current = nullptr;
+  std::istringstream in(sass);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, func)) {
+      current = &out[m[1]];
+    } else if (current && std::regex_search(line, m, instr)) {
+      const std::string op = m[1];
+      if (op == "HGMMA" || op == "QGMMA") ++current->gmma;
+      if (op == "HMMA") ++current->hmma;
+    }
+  }
+  return out;
+}
+
+TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
+  const auto rungs = fl_test::hopper_rungs();
+  if (rungs.empty()) GTEST_SKIP() << fl_test::why_no_hopper_rung();
+  const char* env = std::getenv("FL_CUOBJDUMP");
+  const std::string cuobjdump = env && *env ? env : FL_CUOBJDUMP;
+  if (cuobjdump.empty() || !fs::exists(cuobjdump))
+    GTEST_SKIP() << "cuobjdump not found (" << (cuobjdump.empty() ? "none" : cuobjdump)
+                 << "): install it with `python3 -m pip install nvidia-cuda-cuobjdump "
+                    "nvidia-cuda-nvdisasm` and configure again, or set FL_CUOBJDUMP";
+  // cuobjdump may call nvdisasm: put the one CMake found first on PATH.
+  std::string path_prefix;
+  if (std::string(FL_NVDISASM).size() > 0)
+    path_prefix = "PATH=" + quoted(fs::path(FL_NVDISASM).parent_path().string()) + ":\"$PATH\" ";
+
+  for (const fl::KernelInfo* k : rungs) {
+    const auto objects = fl_test::rung_files(*k, ".o");
+    EXPECT_FALSE(objects.empty())
+        << k->name() << ": no object file under " << fl_test::object_dirs_text(*k);
+    int kernels = 0;
+    std::string seen;
+    for (const auto& obj : objects) {
+      int status = 0;
+      const std::string sass =
+          run(path_prefix + quoted(cuobjdump) + " -sass " + quoted(obj.string()), &status);
+      ASSERT_EQ(status, 0) << "cuobjdump -sass " << obj << " failed:\n" << sass;
+      for (const auto& [name, c] : count_sass(sass)) {
+        seen += "    " + demangle(name) + "\n";
+        if (name.find("attention") == std::string::npos) continue;
+        ++kernels;
+        std::cout << k->name() << ": " << demangle(name) << ": " << c.gmma << " HGMMA/QGMMA, "
+                  << c.hmma << " HMMA\n";
+        EXPECT_GT(c.gmma, 0) << k->name() << ": " << demangle(name) << " has no HGMMA (" << obj
+                             << ")";
+        EXPECT_EQ(c.hmma, 0) << k->name() << ": " << demangle(name) << " has " << c.hmma
+                             << " HMMA, the mma.sync path (" << obj << ")";
+      }
+    }
+    EXPECT_GT(kernels, 0) << k->name() << ": no function whose name holds \"attention\" in its "
+                          << "objects; cuobjdump showed:\n"
+                          << (seen.empty() ? std::string("    (no function)\n") : seen);
+  }
+}
+
+}  // namespace
