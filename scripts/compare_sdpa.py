@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every kernel of the ladder against PyTorch's scaled_dot_product_attention, timed in one process.
 
-Loads build/libflash_ladder.so (tools/fl_api.h) through ctypes and, for each shape of the sweep
-(LADDER.md: d = 128, H = 16, N in 512..16384, B = 16 up to N = 4096, 8 at 8192, 4 at 16384):
+Loads build/libflash_ladder.so (tools/fl_api.h) through the package flash_ladder (python/) and,
+for each shape of the sweep (LADDER.md: d = 128, H = 16, N in 512..16384, B = 16 up to N = 4096,
+8 at 8192, 4 at 16384):
 
   * times every registered kernel that supports the shape (fl_supports) and SDPA with each backend
     forced (FLASH_ATTENTION = FlashAttention-2, CUDNN_ATTENTION, EFFICIENT_ATTENTION; a backend
@@ -23,7 +24,6 @@ the README table and the plot. Run from the repository root on the GPU machine:
   python3 scripts/compare_sdpa.py --d 64 --merge --n 1024,4096 --kernels 3,8
 """
 import argparse
-import ctypes
 import datetime
 import functools
 import json
@@ -40,6 +40,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 print = functools.partial(print, flush=True)  # noqa: A001 - unbuffered progress output
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "python"))  # this checkout's package, installed or not
+import flash_ladder  # noqa: E402
 SWEEP_N = [512, 1024, 2048, 4096, 8192, 16384]
 SDPA_BACKENDS = [
     ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
@@ -51,70 +53,27 @@ KEY_FIELDS = ("impl", "dtype", "d", "causal", "B", "H", "N")
 
 
 # ------------------------------------------------------------------------------------------------
-# The C API (tools/fl_api.h)
+# The C API (tools/fl_api.h), through the package flash_ladder (python/): its Params is the one
+# ctypes mirror of fl_attention_params in the repository
 # ------------------------------------------------------------------------------------------------
-class Params(ctypes.Structure):
-    """fl_attention_params, field for field."""
-    _fields_ = ([("dtype", ctypes.c_int)]
-                + [(n, ctypes.c_int64) for n in ("batch", "heads_q", "heads_kv", "seqlen_q",
-                                                 "seqlen_k", "head_dim")]
-                + [("causal", ctypes.c_int), ("softmax_scale", ctypes.c_float)]
-                + [(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse")]
-                + [(f"{t}_stride_{s}", ctypes.c_int64) for t in "qkvo"
-                   for s in ("batch", "head", "row")]
-                + [(f"{t}_stride_dim", ctypes.c_int64) for t in "qkvo"])
+class Ladder(flash_ladder.Library):
+    """libflash_ladder (flash_ladder.Library: .kernels, .supports), run on torch's current
+    stream."""
 
-
-class Ladder:
     def __init__(self, path):
-        self.lib = ctypes.CDLL(path)
-        lib = self.lib
-        lib.fl_params_size.restype = ctypes.c_size_t
-        lib.fl_num_kernels.restype = ctypes.c_int
-        lib.fl_kernel_number.restype = ctypes.c_int
-        lib.fl_kernel_number.argtypes = [ctypes.c_int]
-        lib.fl_kernel_name.restype = ctypes.c_char_p
-        lib.fl_kernel_name.argtypes = [ctypes.c_int]
-        lib.fl_kernel_title.restype = ctypes.c_char_p
-        lib.fl_kernel_title.argtypes = [ctypes.c_int]
-        lib.fl_supports.restype = ctypes.c_int
-        lib.fl_supports.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_char_p,
-                                    ctypes.c_size_t]
-        lib.fl_run.restype = ctypes.c_int
-        lib.fl_run.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_void_p,
-                               ctypes.c_char_p, ctypes.c_size_t]
-        if lib.fl_params_size() != ctypes.sizeof(Params):
-            sys.exit(f"{path}: fl_attention_params is {lib.fl_params_size()} bytes, this script's "
-                     f"mirror {ctypes.sizeof(Params)}: rebuild, or update Params")
-        self.kernels = [(lib.fl_kernel_number(i), lib.fl_kernel_name(i).decode(),
-                         lib.fl_kernel_title(i).decode()) for i in range(lib.fl_num_kernels())]
-        self._err = ctypes.create_string_buffer(1024)
-
-    def supports(self, number, params):
-        ok = self.lib.fl_supports(number, ctypes.byref(params), self._err, len(self._err))
-        return ok == 1, self._err.value.decode()
+        try:
+            super().__init__(path)
+        except (flash_ladder.FlashLadderError, flash_ladder.LibraryNotFoundError) as e:
+            sys.exit(str(e))
 
     def run(self, number, params):
-        stream = torch.cuda.current_stream().cuda_stream
-        rc = self.lib.fl_run(number, ctypes.byref(params), ctypes.c_void_p(stream), self._err,
-                             len(self._err))
-        if rc != 0:
-            raise RuntimeError(f"fl_run({number}) returned {rc}: {self._err.value.decode()}")
+        super().run(number, params, torch.cuda.current_stream().cuda_stream)
 
 
 def make_params(q, k, v, o, causal, scale):
-    """Params for torch tensors [B, H, N, d], strides as they are: a head dimension that is not
-    contiguous (stride_dim != 1) is refused by the library (fl_supports / fl_run say why)."""
-    p = Params(dtype=0 if q.dtype == torch.float16 else 1, batch=q.shape[0], heads_q=q.shape[1],
-               heads_kv=k.shape[1], seqlen_q=q.shape[2], seqlen_k=k.shape[2], head_dim=q.shape[3],
-               causal=int(causal), softmax_scale=scale, q=q.data_ptr(), k=k.data_ptr(),
-               v=v.data_ptr(), o=o.data_ptr(), lse=None)
-    for name, t in (("q", q), ("k", k), ("v", v), ("o", o)):
-        setattr(p, f"{name}_stride_batch", t.stride(0))
-        setattr(p, f"{name}_stride_head", t.stride(1))
-        setattr(p, f"{name}_stride_row", t.stride(2))
-        setattr(p, f"{name}_stride_dim", t.stride(3))
-    return p
+    """Params for torch tensors [B, H, N, d], strides as they are (flash_ladder.make_params: a
+    head dimension that is not contiguous is refused with the rule)."""
+    return flash_ladder.make_params(q, k, v, o, causal=causal, scale=scale)
 
 
 # ------------------------------------------------------------------------------------------------

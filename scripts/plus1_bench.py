@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_sdpa as cs  # noqa: E402  (the C API mirror, the timer, the reference)
+import compare_sdpa as cs  # noqa: E402  (the library via flash_ladder, the timer, the reference)
 
 print = cs.print  # noqa: A001 - unbuffered
 

@@ -7,8 +7,10 @@
  * the default stream) and returns; the output is ready once that stream is synchronised. C++
  * exceptions never cross this boundary: every failure is a return code and a message.
  *
- * Python (ctypes), with torch tensors [B, H, N, d] on the GPU; scripts/compare_sdpa.py has the
- * full version:
+ * From PyTorch, use the package flash_ladder (python/): flash_ladder.attention(q, k, v,
+ * causal=True) does all of the following for torch tensors, and its _capi.py holds the one ctypes
+ * mirror of fl_attention_params that the repository's scripts use. What it does, by hand (ctypes,
+ * torch tensors [B, H, N, d] on the GPU):
  *
  *   import ctypes, torch
  *   lib = ctypes.CDLL("build/libflash_ladder.so")

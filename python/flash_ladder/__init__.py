@@ -1,0 +1,61 @@
+"""flash_ladder: the kernels of the Flash Attention ladder, called from PyTorch.
+
+    import flash_ladder
+    o = flash_ladder.attention(q, k, v, causal=True)      # q, k, v: [B, H, N, d] on the GPU
+
+attention() is a torch.library custom op (flash_ladder::attention) with a fake implementation, so
+torch.compile traces through it. It calls libflash_ladder.so (tools/fl_api.h) through ctypes: no
+build against torch. The library is looked for in $FLASH_LADDER_LIB, next to the package, in the
+build/ folder of the checkout, in ./build, then by the dynamic loader (flash_ladder.find_library).
+
+Without torch the package imports all the same: the library, its kernels and the C struct work,
+and flash_ladder.attention raises ImportError saying what it needs.
+"""
+from ._capi import (ENV_VAR, LIB_NAME, CudaError, FlashLadderError, Kernel, Library,
+                    LibraryNotFoundError, NoSuchKernelError, Params, UnsupportedError,
+                    best_kernel, candidate_paths, find_library, load_library)
+
+__version__ = "0.1.0"
+
+__all__ = ["attention", "kernels", "load_library", "find_library", "candidate_paths",
+           "best_kernel", "Library", "Kernel", "Params", "FlashLadderError", "UnsupportedError",
+           "CudaError", "NoSuchKernelError", "LibraryNotFoundError", "ENV_VAR", "LIB_NAME",
+           "make_params"]
+
+
+def kernels():
+    """The kernels of the library found by load_library(): [Kernel(number, name, title)]."""
+    return list(load_library().kernels)
+
+
+def __getattr__(name):
+    # attention and make_params need torch: import it and register the op (flash_ladder/_ops.py),
+    # then keep them as plain attributes of the package.
+    if name in ("attention", "make_params"):
+        try:
+            from . import _ops
+        except (ImportError, OSError) as e:
+            raise ImportError(f"flash_ladder.{name} needs torch (>= 2.4): {e}") from e
+        globals().update(attention=_ops.attention, make_params=_ops.make_params)
+        return globals()[name]
+    raise AttributeError(f"module 'flash_ladder' has no attribute {name!r}")
+
+
+def _torch_installed():
+    import sys
+    if "torch" in sys.modules:
+        return True
+    import importlib.util
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+# Where torch is installed, register the op now: flash_ladder.attention is then a plain attribute
+# before any torch.compile traces a call to it. Without torch, the package imports all the same.
+if _torch_installed():
+    try:
+        __getattr__("attention")
+    except Exception:  # noqa: BLE001 - a torch that cannot be used: attention says why on use
+        pass

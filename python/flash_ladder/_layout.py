@@ -1,0 +1,169 @@
+"""Argument checks, layouts and strides for flash_ladder.attention, on plain tuples: a tensor is
+described by TensorSpec(shape, stride, dtype name, device string), so that all of this runs (and is
+tested) without torch. _ops.py turns torch tensors into TensorSpecs and calls check_call.
+"""
+import math
+from collections import namedtuple
+
+from ._capi import DIM_STRIDE_FIELDS, DTYPE_CODES, STRIDE_FIELDS
+
+TensorSpec = namedtuple("TensorSpec", "shape stride dtype device")
+TensorSpec.__doc__ = ("A tensor as the checks see it: shape and stride (tuples of ints, strides in "
+                      "elements), dtype name ('float16', 'bfloat16', ...) and device ('cuda:0').")
+
+# For each layout, the tensor dimension that holds (batch, head, row, head_dim).
+LAYOUTS = {
+    "bhnd": (0, 1, 2, 3),  # [B, H, N, d]: what scaled_dot_product_attention takes
+    "bnhd": (0, 2, 1, 3),  # [B, N, H, d]: what flash_attn_func takes, a projection's view
+}
+LAYOUT_SHAPES = {"bhnd": "[B, H, N, d]", "bnhd": "[B, N, H, d]"}
+
+BEST = -1  # the op's kernel argument for "best"
+
+Problem = namedtuple("Problem", "dtype_code batch heads_q heads_kv seqlen_q seqlen_k head_dim "
+                                "causal softmax_scale strides out_shape lse_shape")
+Problem.__doc__ = ("A checked call: the sizes, the scale (None: 1 / sqrt(d)), strides {'q','k','v','o': (batch, head, "
+                   "row, dim)} in elements, the shape of O (q's) and of the LSE ([B, H_q, Nq]).")
+
+
+def _fail(msg, exc=ValueError):
+    raise exc(f"flash_ladder.attention: {msg}")
+
+
+def kernel_arg(kernel):
+    """attention()'s kernel argument as the op's int: a rung number (>= 0) as it is, "best" -> -1.
+    Whether the build has that rung is the library's to say (with the list of those built)."""
+    if isinstance(kernel, str):
+        if kernel == "best":
+            return BEST
+        _fail(f'kernel must be a rung number or "best", got {kernel!r}')
+    if isinstance(kernel, bool) or not isinstance(kernel, int):
+        _fail(f'kernel must be a rung number or "best", got {kernel!r}', TypeError)
+    if kernel < 0:
+        _fail(f'kernel must be a rung number or "best" (rungs are numbered from 0), got {kernel}')
+    return kernel
+
+
+def check_options(causal, scale, return_lse, layout):
+    """The arguments attention() takes besides the tensors and the kernel."""
+    if not isinstance(causal, bool):
+        _fail(f"causal must be a bool, got {causal!r}", TypeError)
+    if not isinstance(return_lse, bool):
+        _fail(f"return_lse must be a bool, got {return_lse!r}", TypeError)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        _fail(f"scale must be a number or None, got {scale!r}", TypeError)
+    check_layout(layout)
+
+
+def check_layout(layout):
+    if not isinstance(layout, str) or layout not in LAYOUTS:
+        _fail(f"layout must be one of {', '.join(repr(x) for x in LAYOUTS)}, got {layout!r}")
+    return LAYOUTS[layout]
+
+
+def contiguous_strides(shape):
+    """Row-major strides of a dense tensor of this shape."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step = step * (size if size > 1 else 1)
+    return tuple(reversed(strides))
+
+
+def normalized_strides(shape, stride):
+    """stride, with each dimension of size 1 given its dense value: such a stride never moves the
+    address (torch leaves it arbitrary, e.g. 1), but the library checks every stride."""
+    dense = contiguous_strides(shape)
+    return tuple(d if n == 1 else s for n, s, d in zip(shape, stride, dense))
+
+
+def layout_strides(shape, stride, layout):
+    """(batch, head, row, dim) strides in elements of a tensor in `layout`."""
+    dims = check_layout(layout)
+    s = normalized_strides(shape, stride)
+    return tuple(s[i] for i in dims)
+
+
+def layout_sizes(shape, layout):
+    """(B, H, N, d) of a tensor in `layout`."""
+    dims = check_layout(layout)
+    return tuple(shape[i] for i in dims)
+
+
+def check_call(q, k, v, *, causal=False, scale=None, layout="bhnd", allow_meta=False):
+    """Checks attention()'s arguments (TensorSpecs for q, k, v) and returns the Problem. Raises
+    ValueError / TypeError naming the argument and the rule. What only the library knows (the
+    sizes and strides each kernel takes, 16-byte alignment, the GPU) it checks itself, at the
+    call, and says why."""
+    dims = check_layout(layout)
+    names = ("q", "k", "v")
+    specs = (q, k, v)
+    for name, t in zip(names, specs):
+        if len(t.shape) != 4:
+            _fail(f"{name} must be 4-D, {LAYOUT_SHAPES[layout]} (layout={layout!r}), got "
+                  f"shape {tuple(t.shape)}")
+    for name, t in zip(names, specs):
+        if t.dtype not in DTYPE_CODES:
+            _fail(f"{name} must be float16 or bfloat16, got {t.dtype}", TypeError)
+    if not q.dtype == k.dtype == v.dtype:
+        _fail(f"q, k and v must have the same dtype, got {q.dtype}, {k.dtype}, {v.dtype}",
+              TypeError)
+    for name, t in zip(names, specs):
+        kind = str(t.device).split(":")[0]
+        if kind != "cuda" and not (allow_meta and kind == "meta"):
+            _fail(f"{name} must be on a CUDA device, got {t.device}")
+    if not q.device == k.device == v.device:
+        _fail(f"q, k and v must be on the same device, got {q.device}, {k.device}, {v.device}")
+    check_options(causal, scale, False, layout)
+
+    bq, hq, nq, dq = layout_sizes(q.shape, layout)
+    bk, hk, nk, dk = layout_sizes(k.shape, layout)
+    if tuple(k.shape) != tuple(v.shape):
+        _fail(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    if bk != bq:
+        _fail(f"q and k must have the same batch size, got {bq} and {bk} "
+              f"(layout {layout!r} is {LAYOUT_SHAPES[layout]})")
+    if dk != dq:
+        _fail(f"q, k and v must have the same head dimension, got {dq} and {dk} "
+              f"(layout {layout!r} is {LAYOUT_SHAPES[layout]})")
+    if hk < 1 or hq % hk != 0:
+        _fail(f"q's heads ({hq}) must be a multiple of k's and v's ({hk}) (grouped-query "
+              f"attention; layout {layout!r} is {LAYOUT_SHAPES[layout]})")
+
+    strides = {}
+    for name, t in zip(names, specs):
+        st = normalized_strides(t.shape, t.stride)
+        if st[3] != 1:
+            _fail(f"{name}'s last dimension (the head dimension) must be contiguous, got strides "
+                  f"{tuple(t.stride)}: pass {name}.contiguous(), or a view whose last stride is 1")
+        strides[name] = tuple(st[i] for i in dims)
+    out_shape = tuple(q.shape)
+    o = contiguous_strides(out_shape)
+    strides["o"] = tuple(o[i] for i in dims)
+    return Problem(dtype_code=DTYPE_CODES[q.dtype], batch=bq, heads_q=hq, heads_kv=hk,
+                   seqlen_q=nq, seqlen_k=nk, head_dim=dq, causal=causal,
+                   softmax_scale=None if scale is None else float(scale),
+                   strides=strides, out_shape=out_shape, lse_shape=(bq, hq, nq))
+
+
+def default_scale(head_dim):
+    """1 / sqrt(d), the scale when none is given."""
+    return 1.0 / math.sqrt(head_dim) if head_dim > 0 else 1.0
+
+
+def params_fields(problem):
+    """The fields of fl_attention_params (_capi.Params) for a Problem, pointers left out."""
+    fields = dict(dtype=problem.dtype_code, batch=problem.batch, heads_q=problem.heads_q,
+                  heads_kv=problem.heads_kv, seqlen_q=problem.seqlen_q,
+                  seqlen_k=problem.seqlen_k, head_dim=problem.head_dim,
+                  causal=int(problem.causal),
+                  softmax_scale=(default_scale(problem.head_dim) if problem.softmax_scale is None
+                                 else problem.softmax_scale))
+    it = iter(STRIDE_FIELDS)
+    for name in "qkvo":
+        b, h, r, d = problem.strides[name]
+        for value in (b, h, r):
+            fields[next(it)] = value
+        fields[f"{name}_stride_dim"] = d
+    assert set(DIM_STRIDE_FIELDS) <= set(fields)
+    return fields
