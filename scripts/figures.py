@@ -24,6 +24,12 @@ so that a kernel changed without its figure does not go unnoticed):
   - the Hopper rungs (19-21): planned schedules (the HOPPER table below: its own toy clock, with a
     small event simulation of the producer, the ring's barriers and the consumers). Where a
     kernels/19_*/ .. 21_*/ source exists, its kStages replaces the planned ring size.
+  - the wgmma descriptor: the fields' bit positions and shifts from gmma::encode, kSw128GroupBytes,
+    kmajor_sw128's LBO, Layout::k128B and the XOR of sw128_offset in common/ptx/gmma_desc.cuh;
+    the V tile's LBO from rung 17's kBc.
+  - the wgmma accumulator: the map stated in common/ptx/wgmma.cuh's banner (the script checks that
+    the banner still says it), cross-checked against c_m16n8 and a_m16k16 of
+    common/ptx/fragment.cuh.
 
 Files (docs/figures/):
   tiling.png             one block's rows of Q, the KV loop, the online-softmax state (rung 03)
@@ -31,6 +37,9 @@ Files (docs/figures/):
   timeline_09.png        (09 adds the k-loop of S = Q·K_jᵀ, rung 08 vs 09)
   swizzle_banks.png      banks hit by one ldmatrix 8x8 matrix, row-major vs swizzled (rung 06)
   hopper_timeline_19.png .. _21.png   producer/consumer warpgroups, planned (rungs 19-21)
+  wgmma_descriptor.png   the 64-bit smem matrix descriptor, its K-major and MN-major (V) values,
+                         the 128-byte swizzle of one 1024-byte group (rungs 17-19)
+  wgmma_accumulator.png  which thread holds which accumulator element; S -> the RS A operand of P·V
 """
 
 import argparse
@@ -55,8 +64,12 @@ RUNGS = {  # rung -> kernel source, relative to the repo root
     "07": "kernels/07_eager_kv/eager_kv.cu",
     "08": "kernels/08_double_buffer/double_buffer.cu",
     "09": "kernels/09_frag_double_buffer/frag_double_buffer.cu",
+    "17": "kernels/17_wgmma/wgmma.cu",
 }
 SWIZZLE_HEADER = "common/ptx/swizzle.cuh"
+GMMA_HEADER = "common/ptx/gmma_desc.cuh"
+WGMMA_HEADER = "common/ptx/wgmma.cuh"
+FRAGMENT_HEADER = "common/ptx/fragment.cuh"
 
 # The toy clock of the timelines (arbitrary units; only the order and the overlaps mean anything).
 CLOCK = {
@@ -111,10 +124,17 @@ def constants(rel, names):
     return out
 
 
-def save(fig, out, name):
+def save(fig, out, name, palette=False):
+    """palette: store as 256 indexed colours (a figure of many small labelled cells halves)."""
     path = os.path.join(out, name)
     fig.savefig(path, dpi=DPI)
     plt.close(fig)
+    if palette:
+        from PIL import Image  # matplotlib's own dependency
+
+        with Image.open(path) as im:
+            small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+        small.save(path, optimize=True)
     print(
         f"wrote {os.path.relpath(path, ROOT) if path.startswith(ROOT) else path} "
         f"({os.path.getsize(path) // 1024} KiB)"
@@ -1096,6 +1116,334 @@ def fig_hopper(out, only):
 
 
 # ------------------------------------------------------------------------------------------------
+# 5. Hopper: the wgmma shared-memory descriptor and the accumulator layout (rungs 17-19)
+# ------------------------------------------------------------------------------------------------
+def descriptor_fields():
+    """The fields of gmma::encode in GMMA_HEADER: name -> (low bit, width, right shift of value).
+
+    Parsed from the body of `encode`: one `static_cast<uint64_t>((f.X >> S) & 0xMASK) << LOW` per
+    field (the shift and the mask optional; a field without a mask runs to bit 63)."""
+    text = read(GMMA_HEADER)
+    m = re.search(
+        r"uint64_t\s+encode\s*\(\s*const\s+DescFields\s*&\s*f\s*\)\s*\{(.*?)\}", text, re.S
+    )
+    if not m:
+        fail(f"{GMMA_HEADER}: `uint64_t encode(const DescFields& f) {{...}}` not found")
+    terms = re.findall(r"static_cast<uint64_t>\((.*?)\)\s*<<\s*(\d+)", m.group(1))
+    fields = {}
+    for expr, low in terms:
+        name = re.search(r"f\.(\w+)", expr)
+        if not name:
+            fail(f"{GMMA_HEADER}: encode term `{expr}` names no field f.X")
+        shift = re.search(r">>\s*(\d+)", expr)
+        mask = re.search(r"&\s*0x([0-9A-Fa-f]+)", expr)
+        low = int(low)
+        width = bin(int(mask.group(1), 16)).count("1") if mask else 64 - low
+        fields[name.group(1)] = (low, width, int(shift.group(1)) if shift else 0)
+    want = {"start_addr", "lbo", "sbo", "base_offset", "layout"}
+    if set(fields) != want:
+        fail(f"{GMMA_HEADER}: encode's fields are {sorted(fields)}, expected {sorted(want)}")
+    spans = sorted((lo, lo + w) for lo, w, _ in fields.values())
+    if any(a[1] > b[0] for a, b in zip(spans, spans[1:])) or spans[-1][1] > 64:
+        fail(f"{GMMA_HEADER}: encode's fields overlap or pass bit 63: {fields}")
+    return fields
+
+
+def gmma_constants():
+    """kSw128GroupBytes, the LBO that kmajor_sw128 encodes, Layout::k128B and the swizzle period of
+    sw128_offset, all from GMMA_HEADER."""
+    text = read(GMMA_HEADER)
+    out = {}
+    m = re.search(r"kSw128GroupBytes\s*=\s*(\d+)\s*\*\s*(\d+)\s*;", text)
+    if not m:
+        fail(f"{GMMA_HEADER}: `kSw128GroupBytes = A * B;` not found")
+    out["group"] = int(m.group(1)) * int(m.group(2))
+    m = re.search(
+        r"kmajor_sw128\s*\([^)]*\)\s*\{\s*return\s+encode\(\{\s*\w+\s*,\s*(\d+)\s*,", text
+    )
+    if not m:
+        fail(f"{GMMA_HEADER}: kmajor_sw128's `return encode({{addr, LBO, ...}})` not found")
+    out["k_lbo"] = int(m.group(1))
+    m = re.search(r"k128B\s*=\s*(\d+)", text)
+    if not m:
+        fail(f"{GMMA_HEADER}: `k128B = N` not found in enum Layout")
+    out["layout"] = int(m.group(1))
+    m = re.search(r"sw128_offset\s*\(.*?\{(.*?)\}", text, re.S)
+    xor = r"\(\s*c\s*%\s*64\s*\)\s*/\s*8\s*\)\s*\^\s*\(\s*r\s*%\s*(\d+)\s*\)"
+    p = m and re.search(xor, m.group(1))
+    if not p:
+        fail(f"{GMMA_HEADER}: `((c % 64) / 8) ^ (r % N)` not found in sw128_offset")
+    out["period"] = int(p.group(1))
+    return out
+
+
+def encode_desc(fields, values):
+    d = 0
+    for name, (low, width, shift) in fields.items():
+        d |= ((values[name] >> shift) & ((1 << width) - 1)) << low
+    return d
+
+
+def fig_descriptor(out):
+    fields = descriptor_fields()
+    g = gmma_constants()
+    bc = constants(RUNGS["17"], ["kBc"])["kBc"]
+    row_bytes = 128  # 64 16-bit columns
+    kinds = [
+        (
+            "K-major (Q, K in S = Q·Kᵀ)",
+            {"start_addr": 0, "lbo": g["k_lbo"], "sbo": g["group"], "base_offset": 0,
+             "layout": g["layout"]},
+            {"lbo": f"LBO {g['k_lbo']} B: unused", "sbo": f"SBO {g['group']} B: next 8 rows"},
+            f"k-step of 16 dims = 32 B: start += 32 >> 4 = 2 (s % 4 = 0..3 in a 64-column block; "
+            f"the next block is R x {row_bytes} B on)",
+        ),
+        (
+            "MN-major, transpose bit (V in O = P·V)",
+            {"start_addr": 0, "lbo": bc * row_bytes, "sbo": g["group"], "base_offset": 0,
+             "layout": g["layout"]},
+            {"lbo": f"LBO {bc}x{row_bytes} = {bc * row_bytes} B:\nnext 64 dims", "sbo":
+             f"SBO {g['group']} B: next 8 keys"},
+            f"k-step of 16 keys = 16 x {row_bytes} B = {16 * row_bytes} B: start += "
+            f"{16 * row_bytes} >> 4 = {16 * row_bytes >> 4}",
+        ),
+    ]
+    names = {
+        "start_addr": "start address >> 4",
+        "lbo": "leading-dim byte offset >> 4",
+        "sbo": "stride-dim byte offset >> 4",
+        "base_offset": "base\noffset",
+        "layout": "layout",
+    }
+    colours = {
+        "start_addr": "#4e79a7",
+        "lbo": "#f28e2b",
+        "sbo": "#59a14f",
+        "base_offset": "#b07aa1",
+        "layout": "#e15759",
+    }
+    fig = plt.figure(figsize=(13, 6.8))
+    ax = fig.add_axes([0.02, 0.38, 0.96, 0.61])
+    W = 0.19  # width of one bit
+
+    def x_of(bit):  # bit 63 on the left
+        return (63 - bit) * W
+
+    def bar(y, h, labels, alpha=1.0, fs=8):
+        taken = set()
+        for name, (low, width, _) in fields.items():
+            taken.update(range(low, low + width))
+            box(ax, x_of(low + width - 1), y, width * W, h, colours[name], labels[name], fs=fs,
+                alpha=alpha, tc="black")
+        bit = 0
+        while bit < 64:  # the zero gaps
+            if bit in taken:
+                bit += 1
+                continue
+            end = bit
+            while end + 1 < 64 and end + 1 not in taken:
+                end += 1
+            box(ax, x_of(end), y, (end - bit + 1) * W, h, "#eeeeee", "0", fs=7, tc="#888888")
+            bit = end + 1
+
+    # The format
+    top = 6.9
+    bar(top, 0.9, {k: names[k] for k in fields}, fs=7.5)
+    edges = set()
+    for low, width, _ in fields.values():
+        edges.update((low, low + width - 1))
+    for b in range(64):
+        ax.plot([x_of(b), x_of(b) + W], [top + 0.9, top + 0.9], lw=0)
+        if b in edges or b % 8 == 0:
+            ax.text(x_of(b) + W / 2, top + 1.0, str(b), ha="center", va="bottom", fontsize=6.5)
+        ax.plot([x_of(b), x_of(b)], [top + 0.9, top + 0.75], color="black", lw=0.3)
+    ax.text(0, top + 1.45, "wgmma shared-memory matrix descriptor (64 bits; fields from "
+            "gmma::encode in " + GMMA_HEADER + ")", fontsize=10, weight="bold")
+    for name, (low, width, shift) in fields.items():
+        ax.text(x_of(low + width - 1) + width * W / 2, top - 0.12,
+                f"bits {low}-{low + width - 1}" + (f", value >> {shift}" if shift else ""),
+                ha="center", va="top", fontsize=6.5, color="#444444")
+
+    # The two operand kinds
+    y = 4.6
+    for title, vals, extra, step in kinds:
+        d = encode_desc(fields, vals)
+        labels = {
+            "start_addr": "tile address >> 4\n(1024-B aligned)",
+            "lbo": f"{vals['lbo'] >> fields['lbo'][2]}\n" + extra["lbo"],
+            "sbo": f"{vals['sbo'] >> fields['sbo'][2]}\n" + extra["sbo"],
+            "base_offset": str(vals["base_offset"]),
+            "layout": f"{vals['layout']}\n128B",
+        }
+        ax.text(0, y + 1.02, f"{title}:  0x{d:016x} + (address >> 4)", fontsize=9, weight="bold")
+        bar(y, 0.85, labels, alpha=0.55, fs=7)
+        ax.text(0, y - 0.12, step, fontsize=8, va="top", color="#333333")
+        y -= 2.05
+    ax.set_xlim(-0.1, 64 * W + 0.1)
+    ax.set_ylim(2.1, 9.0)
+    ax.axis("off")
+
+    # The 128-byte swizzle of one 1024-byte group
+    ax2 = fig.add_axes([0.62, 0.02, 0.36, 0.32])
+    per = g["period"]
+    for r in range(8):
+        for c in range(8):
+            slot = c ^ (r % per)
+            box(ax2, slot, 7 - r, 1, 1, plt.cm.tab10(c / 10), f"c{c}", fs=6.5, alpha=0.45)
+    ax2.set_xlim(0, 8)
+    ax2.set_ylim(0, 8)
+    ax2.set_xticks([s + 0.5 for s in range(8)])
+    ax2.set_xticklabels([f"byte {16 * s}" for s in range(8)], fontsize=6)
+    ax2.xaxis.tick_top()
+    ax2.set_yticks([7 - r + 0.5 for r in range(8)])
+    ax2.set_yticklabels([f"row {r}" for r in range(8)], fontsize=6)
+    ax2.tick_params(length=0, pad=1)
+    ax2.set_aspect("auto")
+    fig.text(0.44, 0.32, "128-byte swizzle of one 1024-byte\ngroup (8 rows of 128 B = 64 "
+             "16-bit\ncolumns): 16-byte chunk c of row r\nis stored at byte 16 (c ^ (r % "
+             f"{per}))\n(gmma::sw128_offset). Chunk 0, the\nfirst 8 columns, sits on a diagonal.",
+             fontsize=7.5, va="top")
+    fig.text(0.02, 0.30, textwrap.fill(
+        f"Every tile of rungs 17-19 is 64-column blocks of 128-byte rows in this swizzle, "
+        f"1024-byte aligned (base offset 0). A d = 128 tile of R rows is two blocks, R x 128 B "
+        f"apart. SBO = {g['group']} B steps 8 rows (K-major) or 8 keys (MN-major); with this "
+        f"swizzle the K-major LBO is ignored ({g['k_lbo']} encoded), while for V it steps the "
+        f"n = dim direction to the second block (R = kBc = {bc} keys of rung 17). Only the start "
+        "field moves per k-step (gmma::advance adds bytes >> 4).", 80),
+        fontsize=8, va="top", color="#333333")
+    save(fig, out, "wgmma_descriptor.png", palette=True)
+
+
+def fragment_fn(name):
+    """A `RowCol NAME(int lane, int X) { return {ROW, COL}; }` of FRAGMENT_HEADER as a Python
+    function of (lane, X) (C integer division)."""
+    text = read(FRAGMENT_HEADER)
+    m = re.search(name + r"\s*\(\s*int\s+lane\s*,\s*int\s+(\w+)(?:\s*,\s*int\s+(\w+))?\s*\)\s*\{"
+                  r"\s*return\s*\{([^,]+),([^}]+)\}\s*;", text)
+    if not m:
+        fail(f"{FRAGMENT_HEADER}: `{name}(int lane, int x) {{ return {{row, col}}; }}` not found")
+    args = ["lane", m.group(1)] + ([m.group(2)] if m.group(2) else [])
+    row, col = (e.strip().replace("/", "//") for e in (m.group(3), m.group(4)))
+    return eval(f"lambda {', '.join(args)}: ({row}, {col})")  # noqa: S307 (our own header)
+
+
+def wgmma_acc(w, lane, i):
+    """Element i of the accumulator of lane `lane` of warp w, as common/ptx/wgmma.cuh states it."""
+    group, quad, b = lane // 4, lane % 4, i // 4
+    return 16 * w + group + 8 * ((i % 4) // 2), 8 * b + 2 * quad + i % 2
+
+
+def fig_accumulator(out):
+    text = " ".join(read(WGMMA_HEADER).replace("//", " ").split())
+    for s in ("owns rows 16w..16w+15", "d[4b + 0], d[4b + 1] = D[16w + group ][8b + 2 quad]",
+              "d[4b + 2], d[4b + 3] = D[16w + group + 8][8b + 2 quad]",
+              "a[0] = (row group, k 2quad, +1), a[1] = (row group + 8, k 2quad, +1), a[2] = "
+              "(row group, k 8 + 2quad, +1), a[3] = (row group + 8, k 8 + 2quad, +1)"):
+        if " ".join(s.split()) not in text:
+            fail(f"{WGMMA_HEADER}: the banner no longer says `{s}`: update the figure")
+    c_frag, a_frag = fragment_fn("c_m16n8"), fragment_fn("a_m16k16")
+    for lane in range(32):  # per 8-column block, the C fragment of mma.sync m16n8k16
+        for i in range(16):
+            for w in range(4):
+                r, c = wgmma_acc(w, lane, i)
+                fr, fc = c_frag(lane, i % 4)
+                if (r, c) != (16 * w + fr, 8 * (i // 4) + fc):
+                    fail(f"wgmma accumulator map != {FRAGMENT_HEADER} c_m16n8 at lane {lane} d{i}")
+        for s in range(2):  # blocks 2s, 2s+1 packed in pairs = the A fragment of k-step s
+            for reg in range(4):
+                for e in range(2):
+                    r, c = wgmma_acc(0, lane, 8 * s + 2 * reg + e)
+                    if (r, c - 16 * s) != a_frag(lane, reg, e):
+                        fail(f"d[{8 * s + 2 * reg + e}] of lane {lane} is not A register {reg} "
+                             f"half {e} of {FRAGMENT_HEADER} a_m16k16")
+    warp_col = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1"]
+    fig = plt.figure(figsize=(12, 9.5))
+    ax = fig.add_axes([0.05, 0.04, 0.43, 0.87])
+    owner = {}
+    for w in range(4):
+        for lane in range(32):
+            for i in range(8):  # blocks 0 and 1
+                owner[wgmma_acc(w, lane, i)] = (w, lane, i)
+    for (r, c), (w, lane, i) in owner.items():
+        label = lane in (0, 5) or (w == 0 and lane < 8)
+        bold = lane == 5
+        box(ax, c, 63 - r, 1, 1, warp_col[w], f"T{lane} d{i}" if label else "", fs=5.2,
+            alpha=0.75 if bold else 0.35, lw=0.25)
+    for w in range(5):
+        ax.plot([0, 16], [64 - 16 * w] * 2, color="black", lw=1.6)
+    ax.plot([8, 8], [0, 64], color="black", lw=1.6)
+    for w in range(4):
+        ax.text(-0.3, 63.5 - 16 * w - 7.5, f"warp {w}\nrows {16 * w}-{16 * w + 15}", ha="right",
+                va="center", fontsize=8, color=warp_col[w], weight="bold")
+    ax.set_xlim(-3.2, 16)
+    ax.set_ylim(0, 64)
+    ax.set_xticks([c + 0.5 for c in range(16)])
+    ax.set_xticklabels([str(c) for c in range(16)], fontsize=6.5)
+    ax.xaxis.tick_top()
+    ax.set_yticks([63 - r + 0.5 for r in range(0, 64, 4)])
+    ax.set_yticklabels([str(r) for r in range(0, 64, 4)], fontsize=6.5)
+    ax.tick_params(length=0, pad=1)
+    for sp in ax.spines.values():
+        sp.set_visible(False)
+    ax.text(4, 64.9, "block b = 0 (d0-d3)", ha="center", fontsize=8)
+    ax.text(12, 64.9, "block b = 1 (d4-d7)", ha="center", fontsize=8)
+    fig.text(0.02, 0.975, "Who holds what of a wgmma m64nNk16 accumulator (fp32, N/2 registers a "
+             "thread): the 64 x 16 top-left corner", fontsize=10.5, weight="bold", va="top")
+    fig.text(0.02, 0.952, "Tl dI = lane l of the cell's warp (thread 32w + l of the warpgroup), "
+             "register d[I]. Labelled: lanes 0-7 of warp 0, lanes 0 and 5 (darker) of every warp. "
+             "Blocks b = 2..N/8-1 repeat with d[4b..4b+3].", fontsize=8, va="top", color="#444444")
+
+    # The RS A operand of k-step s of P·V, from blocks 2s and 2s+1 of S
+    ax2 = fig.add_axes([0.56, 0.42, 0.41, 0.46])
+    a_col = ["#4e79a7", "#e15759", "#59a14f", "#edc948"]
+    for lane in range(32):
+        for reg in range(4):
+            for e in range(2):
+                r, c = a_frag(lane, reg, e)
+                hi = lane == 5
+                text = f"T{lane}\na{reg}.{'lo' if e == 0 else 'hi'}" if lane < 8 else ""
+                box(ax2, c, 15 - r, 1, 1, a_col[reg], text, fs=5.2, alpha=0.85 if hi else
+                    0.3, lw=1.5 if hi else 0.25)
+    ax2.plot([8, 8], [0, 16], color="black", lw=1.6)
+    ax2.plot([0, 16], [8, 8], color="black", lw=0.8, ls="--")
+    ax2.set_xlim(0, 16)
+    ax2.set_ylim(0, 16)
+    ax2.set_xticks([c + 0.5 for c in range(16)])
+    ax2.set_xticklabels([f"16s+{c}" if c in (0, 8) else str(c) for c in range(16)], fontsize=6)
+    ax2.xaxis.tick_top()
+    ax2.set_yticks([15 - r + 0.5 for r in range(16)])
+    ax2.set_yticklabels([f"16w+{r}" if r in (0, 8) else str(r) for r in range(16)], fontsize=6)
+    ax2.tick_params(length=0, pad=1)
+    ax2.set_title("P of one warp, keys 16s..16s+15 = S blocks 2s | 2s+1, as the\n"
+                  "RS A operand of k-step s of O += P·V (16-bit, packed in pairs)",
+                  fontsize=8.5, pad=16)
+    fig.text(0.56, 0.395, textwrap.fill(
+        "Each thread packs its own S registers, rounded to 16 bits, two by two (lower key in the "
+        "low half): no shuffle, no shared memory.", 72), fontsize=8, va="top")
+    rows = [
+        ("a0", "d[8s+0], d[8s+1]", "row group", "keys 16s + 2quad, +1", 0),
+        ("a1", "d[8s+2], d[8s+3]", "row group+8", "keys 16s + 2quad, +1", 1),
+        ("a2", "d[8s+4], d[8s+5]", "row group", "keys 16s + 8 + 2quad, +1", 2),
+        ("a3", "d[8s+6], d[8s+7]", "row group+8", "keys 16s + 8 + 2quad, +1", 3),
+    ]
+    y = 0.345
+    fig.text(0.56, y, "A reg   = pack(S regs)            element of P", fontsize=8,
+             family="monospace", weight="bold")
+    for reg, ds, row, keys, k in rows:
+        y -= 0.026
+        fig.text(0.56, y, f"{reg:<7} = pack({ds})  {row:<11} {keys}", fontsize=8,
+                 family="monospace", color="black",
+                 bbox=dict(facecolor=a_col[k], alpha=0.3, lw=0, pad=1.5))
+    fig.text(0.56, y - 0.04, textwrap.fill(
+        "a0, a1 come from S block 2s, a2, a3 from block 2s+1. Lane l = 4 group + quad; e.g. T5 "
+        "(group 1, quad 1, highlighted): a0 = P[1][16s+2, 16s+3], a3 = P[9][16s+10, 16s+11]. "
+        f"The map is checked against {FRAGMENT_HEADER}: per 8-column block the accumulator is "
+        "c_m16n8, and the pairs are a_m16k16 of mma.sync m16n8k16.", 72),
+        fontsize=8, va="top", color="#444444")
+    save(fig, out, "wgmma_accumulator.png", palette=True)
+
+
+# ------------------------------------------------------------------------------------------------
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "figures"))
@@ -1108,6 +1456,10 @@ def main():
     if not args.only or args.only in "swizzle_banks.png":
         fig_swizzle(args.out)
     fig_hopper(args.out, args.only)
+    if not args.only or args.only in "wgmma_descriptor.png":
+        fig_descriptor(args.out)
+    if not args.only or args.only in "wgmma_accumulator.png":
+        fig_accumulator(args.out)
 
 
 if __name__ == "__main__":
