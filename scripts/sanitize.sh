@@ -45,8 +45,11 @@ done
 # at d = 128, 12 at d = 64, 2 at d = 256), and, at d = 64 and 256, a whole tile whose last KV
 # tile holds at most 16 keys it sees, the narrow first visit (1 and 12 keys; at d = 128 it is
 # left to tests/test_short_tiles.cu: this shape keeps Nq > Nk, rows that see no key).
+# The Hopper rungs (17+) take tiles of 128 keys: at N = 384 they visit 3 KV tiles through their
+# 2-stage ring, so a stage is reused (its mbarrier's second phase, parity 1) within the run.
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
+  "gqa_n384_d128_lse:--n 384 --d 128 --heads 4 --heads-kv 2 --lse"
   "gqa_bnhd_n128_d64:--n 128 --d 64 --heads 4 --heads-kv 2 --layout bnhd"
   "causal_nq140_nk141_d64_lse:--nq 140 --nk 141 --d 64 --heads 2 --causal --lse"
   "causal_nq150_nk67_d128:--nq 150 --nk 67 --d 128 --heads 2 --causal"

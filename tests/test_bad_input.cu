@@ -114,6 +114,7 @@ fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128) {
 bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
   if (k.number == 0) return d % 8 == 0;
   if (k.number == 16) return d == 64 || d == 128 || d == 256;
+  if (k.number >= 17 && k.number <= 22) return d == 128;  // the Hopper rungs before the final one
   return d == 64 || d == 128;
 }
 const int64_t kHeadDims[] = {8, 20, 32, 36, 48, 64, 96, 100, 128, 192, 256, 512};
