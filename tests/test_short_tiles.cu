@@ -19,8 +19,8 @@
 
 #include "common/harness.h"
 #include "common/registry.h"
+#include "common/tune/dispatch.h"
 #include "gpu_test_util.h"
-#include "kernels/12_autotune/dispatch.h"
 #include "kernels/16_final/final.cuh"
 #include "kernels/16_final/tuned_configs.h"
 

@@ -1,12 +1,12 @@
 // Kernel 12 of 16 — auto-tuning: the launcher. The kernel is in autotune.cuh; this file compiles
 // the configs that kernels/12_autotune/tuned_configs.h records (written by scripts/autotune.py)
 // and, at every launch, runs the one recorded for the device's architecture, the head dim and the
-// dtype (dispatch.h). See the banner of autotune.cuh and docs/kernels/12_autotune.md.
+// dtype (common/tune/dispatch.h). See the banner of autotune.cuh and docs/kernels/12_autotune.md.
 #include <string>
 
 #include "common/registry.h"
 #include "kernels/12_autotune/autotune.cuh"
-#include "kernels/12_autotune/dispatch.h"
+#include "common/tune/dispatch.h"
 #include "kernels/12_autotune/tuned_configs.h"
 
 namespace fl {

@@ -3,7 +3,7 @@
 // builds on: 11 (exp2 softmax)
 // changes:   1. Br, Bc, the number of warps, the depth of the K/V ring and where the Q fragments
 //               come from (read per KV tile, or resident in registers) are the template parameter
-//               Cfg (Config in kernels/12_autotune/config.h) instead of constants; rung 11's
+//               Cfg (Config in common/tune/config.h) instead of constants; rung 11's
 //               choice by head dim (resident Q at d = 64 only) becomes Cfg::kLoad
 //            2. the ring holds kStages = 2 or 3 stages: the copies of tile j + kStages - 1 are
 //               issued while tile j is computed, so every wait leaves 2 kStages - 3 newer groups
@@ -89,7 +89,7 @@
 #include "common/ptx/mma.cuh"
 #include "common/ptx/swizzle.cuh"
 #include "common/registry.h"
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl {
 namespace k12_autotune {

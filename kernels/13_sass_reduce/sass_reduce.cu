@@ -1,18 +1,18 @@
 // Kernel 13 of 16 — instruction reduction guided by SASS: the launcher. The kernel is in
-// sass_reduce.cuh; like rung 12, this file compiles the configs of rung 12's tuned table
-// (kernels/12_autotune/tuned_configs.h) and runs the one recorded for the device, d and dtype.
+// sass_reduce.cuh; like rung 12, this file compiles the configs of its tuned table
+// (tuned_configs.h in this folder: rung 12's table, copied) and runs the one recorded for the
+// device, d and dtype (common/tune/dispatch.h).
 // See the banner of sass_reduce.cuh and docs/kernels/13_sass_reduce.md.
 #include <string>
 
 #include "common/registry.h"
-#include "kernels/12_autotune/dispatch.h"
-#include "kernels/12_autotune/tuned_configs.h"
+#include "common/tune/dispatch.h"
+#include "kernels/13_sass_reduce/tuned_configs.h"
 #include "kernels/13_sass_reduce/sass_reduce.cuh"
 
 namespace fl {
 namespace k13_sass_reduce {
 
-using k12_autotune::kTunedConfigs;
 using k12_autotune::TunedConfig;
 using k12_autotune::tuned_index;
 using k12_autotune::visit_tuned;
@@ -29,7 +29,7 @@ std::string supports(const AttnParams& p) {
   }
   const int index = tuned_index(kTunedConfigs, p);
   if (index < 0) {
-    return "no config in kernels/12_autotune/tuned_configs.h for this device, d and dtype";
+    return "no config in kernels/13_sass_reduce/tuned_configs.h for this device, d and dtype";
   }
   std::string why;
   visit_tuned<Tuned>(index, [&](auto e) {

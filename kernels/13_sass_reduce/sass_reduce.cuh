@@ -18,7 +18,7 @@
 // expect:    fewer IADD3/LOP3/LEA/IMAD/SHF/MOV per KV tile (scripts/sass_counts.py) and fewer
 //            registers than rung 12, the same HMMA and LDSM counts
 // supports:  fp16, bf16; d in {64, 128}; Nq a multiple of Br and Nk a multiple of Bc of the
-//            config that runs (kernels/12_autotune/tuned_configs.h); non-causal; GQA; LSE output
+//            config that runs (kernels/13_sass_reduce/tuned_configs.h); non-causal; GQA; LSE output
 // doc:       docs/kernels/13_sass_reduce.md
 // =================================================================================================
 //
@@ -108,7 +108,7 @@
 #include "common/ptx/mma.cuh"
 #include "common/ptx/swizzle.cuh"
 #include "common/registry.h"
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl {
 namespace k13_sass_reduce {

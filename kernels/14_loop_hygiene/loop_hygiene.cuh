@@ -17,7 +17,7 @@
 // expect:    fewer integer instructions per KV tile than rung 13 (scripts/sass_counts.py), no
 //            branch in the loop body but the loop's own
 // supports:  fp16, bf16; d in {64, 128}; Nq a multiple of Br and Nk a multiple of Bc of the
-//            config that runs (kernels/12_autotune/tuned_configs.h); Nk / Bc < 2^31; non-causal;
+//            config that runs (14_loop_hygiene/tuned_configs.h); Nk / Bc < 2^31; non-causal;
 //            GQA; LSE output
 // doc:       docs/kernels/14_loop_hygiene.md
 // =================================================================================================
@@ -110,7 +110,7 @@
 #include "common/ptx/mma.cuh"
 #include "common/ptx/swizzle.cuh"
 #include "common/registry.h"
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl {
 namespace k14_loop_hygiene {

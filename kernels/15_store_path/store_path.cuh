@@ -17,7 +17,7 @@
 //            epilogue time; global store transactions fully coalesced
 //            (ncu: l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum / ..._requests)
 // supports:  fp16, bf16; d in {64, 128}; Nq a multiple of Br and Nk a multiple of Bc of the
-//            config that runs (kernels/12_autotune/tuned_configs.h); Nk / Bc < 2^31; non-causal;
+//            config that runs (kernels/15_store_path/tuned_configs.h); Nk / Bc < 2^31; non-causal;
 //            GQA; LSE output
 // doc:       docs/kernels/15_store_path.md
 // =================================================================================================
@@ -111,7 +111,7 @@
 #include "common/ptx/st_global.cuh"
 #include "common/ptx/swizzle.cuh"
 #include "common/registry.h"
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl {
 namespace k15_store_path {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/registry.h"
-#include "kernels/12_autotune/dispatch.h"
+#include "common/tune/dispatch.h"
 #include "kernels/16_final/final.cuh"
 #include "kernels/16_final/tuned_configs.h"
 

@@ -146,7 +146,7 @@
 #include "common/ptx/st_global.cuh"
 #include "common/ptx/swizzle.cuh"
 #include "common/registry.h"
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl {
 namespace k16_final {

@@ -9,7 +9,7 @@
 // false where the entry is still the hand-chosen default.
 #pragma once
 
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl::k16_final {
 

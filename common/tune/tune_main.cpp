@@ -34,7 +34,7 @@
 #include "common/harness.h"
 #include "common/registry.h"
 #include "common/timing.h"
-#include "kernels/12_autotune/tune.h"
+#include "common/tune/tune.h"
 #include FL_TUNE_CANDIDATES_H  // the tuned rung's list (a compile definition of tune_NN)
 
 namespace fl::k12_autotune::tune {

@@ -1,5 +1,7 @@
-// The block shape a rung-12 kernel is compiled for (rungs 13-16 reuse it): what scripts/autotune.py
-// searches, what kernels/12_autotune/tuned_configs.h records, host and device code alike.
+// The block shape a tunable kernel is compiled for (rung 12 introduced it; rungs 12-16 use it):
+// what scripts/autotune.py searches, what each rung's tuned_configs.h (kernels/NN_*/) records,
+// host and device code alike. Harness code: a rung includes it from here, not from another
+// rung's folder.
 //
 //   Br      query rows per block         = warps x 16 x (M-tiles per warp)
 //   Bc      keys per KV tile (a multiple of 16: P·V walks the keys 16 at a time)
@@ -14,6 +16,10 @@
 
 #include "common/attention.h"
 
+// The namespace keeps the name of rung 12, where this vocabulary was introduced: Config<...> is a
+// template argument of every attention_kernel of rungs 12-16, so its namespace is part of their
+// symbol names (fl::k12_autotune::Config<128, 64, 4, 2, 1>), which the pages' resource tables,
+// the ncu / SASS filters and the recorded results name. Moving the file changed none of them.
 namespace fl::k12_autotune {
 
 enum LoadPattern : int { kLoadQPerTile = 0, kLoadQResident = 1 };

@@ -1,17 +1,18 @@
-// The candidates of the rung-12 search as the tuning executable tune_12 sees them (host code).
-// Built only with -DFL_AUTOTUNE=ON: kernels/12_autotune/tune_candidate.cuh defines one Candidate
-// per generated .cu, kernels/12_autotune/tune_main.cpp runs them (scripts/autotune.py drives both).
+// The candidates of a config search (rung 12's, and rung 16's) as the tuning executable tune_NN
+// sees them (host code). Built only with -DFL_AUTOTUNE=ON: common/tune/tune_candidate.cuh defines
+// one Candidate per generated .cu, common/tune/tune_main.cpp runs them (scripts/autotune.py drives
+// both). The namespace keeps rung 12's name, as config.h explains.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "common/attention.h"
 #include "common/registry.h"
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl::k12_autotune::tune {
 
-// One line of kernels/12_autotune/tune_candidates.h.
+// One line of the tuned rung's kernels/NN_*/tune_candidates.h.
 struct CandidateSpec {
   int index;
   int head_dim;

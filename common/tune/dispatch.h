@@ -1,5 +1,6 @@
-// From a tuned table (tuned_configs.h) to a kernel launch: rung 12's launcher machinery, reused
-// unchanged by rungs 13-16. The table is a compile-time list of configs; the device, the head
+// From a tuned table (a rung's tuned_configs.h) to a kernel launch: the launcher machinery that
+// rung 12 introduced and rungs 13-16 use unchanged. The table is a compile-time list of configs
+// (config.h: TunedConfig); the device, the head
 // dim and the dtype are run-time values: tuned_index() finds the row, visit_tuned() calls a
 // generic lambda with that row as types (dtype T, d, Config), so that every row of the table is
 // compiled in, and nothing else.
@@ -13,7 +14,7 @@
 #include <utility>
 
 #include "common/attention.h"
-#include "kernels/12_autotune/config.h"
+#include "common/tune/config.h"
 
 namespace fl::k12_autotune {
 

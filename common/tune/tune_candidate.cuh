@@ -2,7 +2,8 @@
 // build/generated/tune_NN/candidate_<i>.cu, which defines FL_TUNE_INDEX = i, includes the rung's
 // tune_target.cuh (its kernel header; FL_TUNE_NS, its namespace) and then this file. It
 // instantiates that kernel with line i of the rung's tune_candidates.h (FL_TUNE_CANDIDATES_H), for
-// fp16 and bf16, and defines `const Candidate& candidate_<i>()` for tune_main.cpp.
+// fp16 and bf16, and defines `const Candidate& candidate_<i>()` for tune_main.cpp. Harness code
+// (common/tune/): it includes no rung's file itself; the generated .cu brings the rung's own.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -11,8 +12,8 @@
 #include <string>
 
 #include "common/cuda_check.h"
-#include "kernels/12_autotune/config.h"
-#include "kernels/12_autotune/tune.h"
+#include "common/tune/config.h"
+#include "common/tune/tune.h"
 #include FL_TUNE_CANDIDATES_H
 
 #if !defined(FL_TUNE_INDEX) || !defined(FL_TUNE_NS) || !defined(FL_TUNE_RUNG)
