@@ -48,6 +48,18 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
   return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
 }
 
+const KernelInfo* best_kernel(const AttnParams& p, std::string* why) {
+  std::string reasons;
+  const auto& kernels = all_kernels();
+  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
+    const std::string no = why_unsupported(**it, p);
+    if (no.empty()) return *it;
+    reasons += "\n  " + no;
+  }
+  if (why != nullptr) *why = "no kernel of this build supports this call:" + reasons;
+  return nullptr;
+}
+
 void run_kernel(const KernelInfo& kernel, const AttnParams& p, cudaStream_t stream) {
   const std::string why = why_unsupported(kernel, p);
   if (!why.empty()) throw UnsupportedError(why);

@@ -54,6 +54,13 @@ const KernelInfo* find_kernel(const std::string& key);
 // "" when `kernel` can run `p` on the current device, else why not (names the kernel and rule).
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
 
+// The kernel "best" stands for: of the kernels that can run `p` on the current device, the one
+// with the highest number. The ladder's order is its order of speed on the sweep (README), so
+// that is the fastest one that takes the call: a Hopper rung on an H100 where the call is in its
+// contract, rung 16 for the rest of rung 16's. nullptr when no kernel can; `why` (if given) then
+// holds every kernel's reason, one an indented line, highest number first.
+const KernelInfo* best_kernel(const AttnParams& p, std::string* why = nullptr);
+
 // Checks the arguments (throws UnsupportedError naming the kernel and the rule), then launches
 // and checks the launch (throws CudaError).
 void run_kernel(const KernelInfo& kernel, const AttnParams& p, cudaStream_t stream = nullptr);

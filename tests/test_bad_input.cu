@@ -383,6 +383,36 @@ TEST(CApi, UnknownKernelNumber) {
   EXPECT_EQ(fl_supports(99, &c, err, sizeof(err)), 0);
 }
 
+TEST(CApi, BestIsTheRegistrysChoiceAndRefusesWithEveryReason) {
+  // FL_KERNEL_BEST: fl_best_kernel names the kernel fl::best_kernel picks; fl_supports and fl_run
+  // take it as a kernel number. A call no kernel can run is refused before anything is launched,
+  // with every kernel's reason, so O is untouched (no GPU needed).
+  Buffers b(fl::gpu_available());
+  fl_attention_params c = valid_c_params(b);
+  char why[16384];
+  const fl::KernelInfo* expected = fl::best_kernel(base_params(b));
+  ASSERT_NE(expected, nullptr);
+  EXPECT_EQ(fl_best_kernel(&c, why, sizeof(why)), expected->number) << why;
+  EXPECT_EQ(fl_supports(FL_KERNEL_BEST, &c, why, sizeof(why)), 1) << why;
+
+  c.heads_q = 3;  // not a multiple of H_kv = 2
+  EXPECT_EQ(fl_best_kernel(&c, why, sizeof(why)), -1);
+  const std::string message = why;
+  EXPECT_EQ(message.rfind("no kernel of this build supports this call:", 0), 0u) << message;
+  for (int i = 0; i < fl_num_kernels(); ++i) {
+    EXPECT_NE(message.find(std::string("kernel ") + fl_kernel_name(i) + ": H_q (3)"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_EQ(fl_supports(FL_KERNEL_BEST, &c, why, sizeof(why)), 0);
+  EXPECT_EQ(std::string(why), message);
+  b.o.fill(kPoison);
+  char err[16384];
+  EXPECT_EQ(fl_run(FL_KERNEL_BEST, &c, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
+  EXPECT_EQ(std::string(err), message);
+  EXPECT_TRUE(b.o.all_equal(kPoison)) << "O was written on a refused call";
+}
+
 TEST(CApi, MessageIsTruncatedToTheBuffer) {
   // err_len bounds the write, NUL included: a short buffer gets the start of the message.
   Buffers b(fl::gpu_available());

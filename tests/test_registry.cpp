@@ -127,3 +127,45 @@ TEST(Registry, CublasBaselineRefusesRowStridesBeyondInt32) {
 }
 
 }  // namespace
+
+namespace {
+
+// "best" (fl::best_kernel, the C API's FL_KERNEL_BEST, `ladder --kernel best`): of the kernels that
+// can run the call on this device, the highest-numbered. Without a GPU the device rule is not
+// checked; with one, the Hopper rungs count only on compute capability 9.0. Either way the
+// answer must be the highest kernel whose why_unsupported is empty, and the causal call must
+// go to a rung that takes a mask.
+TEST(Registry, BestIsTheHighestKernelThatTakesTheCall) {
+  const fl::AttnParams shapes[] = {shape(256, 128), shape(256, 128, /*causal=*/true),
+                                   shape(113, 64), shape(1024, 256, /*causal=*/true)};
+  for (const fl::AttnParams& p : shapes) {
+    const fl::KernelInfo* expected = nullptr;
+    for (const fl::KernelInfo* k : fl::all_kernels()) {
+      if (fl::why_unsupported(*k, p).empty()) expected = k;  // sorted: the last one wins
+    }
+    std::string why;
+    const fl::KernelInfo* best = fl::best_kernel(p, &why);
+    ASSERT_NE(expected, nullptr) << "the baseline takes every well-formed call";
+    EXPECT_EQ(best, expected) << "got " << (best ? best->name() : "none") << ", expected "
+                              << expected->name();
+    if (p.causal && fl::find_kernel("16") != nullptr) {
+      // No rung above 16 takes a causal mask (yet): the final Ampere rung is the best there.
+      EXPECT_EQ(best->number, 16) << best->name();
+    }
+  }
+}
+
+TEST(Registry, BestRefusesWithEveryKernelsReason) {
+  fl::AttnParams p = shape(256, 128);
+  p.heads_q = 3;  // not a multiple of H_kv = 2
+  std::string why;
+  EXPECT_EQ(fl::best_kernel(p, &why), nullptr);
+  EXPECT_EQ(why.rfind("no kernel of this build supports this call:", 0), 0u) << why;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    EXPECT_NE(why.find("kernel " + k->name() + ": H_q (3) must be a multiple of H_kv (2)"),
+              std::string::npos)
+        << why;
+  }
+}
+
+}  // namespace

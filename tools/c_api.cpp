@@ -111,8 +111,29 @@ FL_API const char* fl_kernel_title(int index) {
   return k != nullptr ? k->title : nullptr;
 }
 
+FL_API int fl_best_kernel(const fl_attention_params* c, char* why, size_t why_len) {
+  write_message(why, why_len, "");
+  try {
+    fl::AttnParams p;
+    std::string reason = to_params(c, &p);
+    if (!reason.empty()) {
+      write_message(why, why_len, reason);
+      return -1;
+    }
+    const fl::KernelInfo* kernel = fl::best_kernel(p, &reason);
+    if (kernel != nullptr) return kernel->number;
+    write_message(why, why_len, reason);
+  } catch (const std::exception& e) {
+    write_message(why, why_len, e.what());
+  } catch (...) {
+    write_message(why, why_len, "unknown exception");
+  }
+  return -1;
+}
+
 FL_API int fl_supports(int number, const fl_attention_params* c, char* why, size_t why_len) {
   try {
+    if (number == FL_KERNEL_BEST) return fl_best_kernel(c, why, why_len) >= 0 ? 1 : 0;
     const fl::KernelInfo* kernel = kernel_numbered(number);
     if (kernel == nullptr) {
       write_message(why, why_len, no_such_kernel(number));
@@ -135,6 +156,10 @@ FL_API int fl_run(int number, const fl_attention_params* c, void* stream, char* 
                   size_t err_len) {
   write_message(err, err_len, "");
   try {
+    if (number == FL_KERNEL_BEST) {
+      number = fl_best_kernel(c, err, err_len);
+      if (number < 0) return FL_UNSUPPORTED;
+    }
     const fl::KernelInfo* kernel = kernel_numbered(number);
     if (kernel == nullptr) {
       write_message(err, err_len, no_such_kernel(number));

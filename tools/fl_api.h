@@ -103,6 +103,15 @@ FL_API int fl_kernel_number(int index);        /* 3, or -1 when index is out of 
 FL_API const char* fl_kernel_name(int index);  /* "03_mma", or NULL */
 FL_API const char* fl_kernel_title(int index); /* the idea the rung adds, or NULL */
 
+/* The kernel number "best" stands for, in fl_supports and fl_run: of the kernels that can run *p
+ * on the current device, the one with the highest number (the ladder's order is its order of
+ * speed: a Hopper rung on an H100 where the call is in its contract, rung 16 for the rest). */
+#define FL_KERNEL_BEST (-1)
+
+/* The number of the kernel FL_KERNEL_BEST picks for *p on the current device, or -1 when no
+ * kernel can run it (why then gets every kernel's reason, truncated to why_len). */
+FL_API int fl_best_kernel(const fl_attention_params* p, char* why, size_t why_len);
+
 /* 1 when kernel `number` can run *p on the current device, 0 when not (why gets the reason,
  * naming the kernel and the rule broken; why may be NULL). The pointers must be set: the
  * alignment rules are checked too. */

@@ -3,6 +3,7 @@
 //
 //   ./build/ladder                         every kernel, default shape, verified and timed
 //   ./build/ladder --kernel 2 --n 4096     one kernel, N = 4096
+//   ./build/ladder --kernel best --causal  the highest-numbered kernel that takes the shape here
 //   ./build/ladder --q q.npy --k k.npy --v v.npy --kernel 1 --o o.npy
 //   ./build/ladder --list                  the kernels this build has
 //
@@ -39,7 +40,8 @@ struct Options {
 void usage() {
   std::printf(
       "usage: ladder [options]\n"
-      "  --kernel K       kernel number or name (repeat or comma-separate; default: all)\n"
+      "  --kernel K       kernel number or name (repeat or comma-separate; default: all), or\n"
+      "                   best: the highest-numbered kernel that can run the shape on this GPU\n"
       "  --list           list the kernels of this build and exit\n"
       "  --batch B        (default 8)      --heads H   (default 16)   --heads-kv H_kv\n"
       "  --n N            sets Nq = Nk (default 2048)   --nq Nq   --nk Nk\n"
@@ -234,6 +236,10 @@ int main(int argc, char** argv) {
     kernels = fl::all_kernels();
   } else {
     for (const std::string& key : opt.kernels) {
+      if (key == "best") {  // resolved below, once the problem's tensors exist
+        kernels.push_back(nullptr);
+        continue;
+      }
       const KernelInfo* k = fl::find_kernel(key);
       if (k == nullptr) {
         std::fprintf(stderr, "ladder: no kernel '%s' in this build (see --list)\n", key.c_str());
@@ -251,6 +257,16 @@ int main(int argc, char** argv) {
     if (from_files) problem.set_inputs(nq.data.data(), nk.data.data(), nv.data.data());
     const fl::AttnParams& p = problem.params();
     std::printf("%s on %s\n", opt.spec.describe().c_str(), fl::device_name().c_str());
+    for (const KernelInfo*& k : kernels) {
+      if (k != nullptr) continue;
+      std::string why;
+      k = fl::best_kernel(p, &why);
+      if (k == nullptr) {
+        std::fprintf(stderr, "ladder: best: %s\n", why.c_str());
+        return 1;
+      }
+      std::printf("best: %s\n", k->name().c_str());
+    }
 
     fl::CublasHandle cublas;
     std::unique_ptr<fl::Reference> reference;

@@ -186,6 +186,8 @@ class Library:
         lib.fl_supports.restype = ctypes.c_int
         lib.fl_supports.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_char_p,
                                     ctypes.c_size_t]
+        lib.fl_best_kernel.restype = ctypes.c_int
+        lib.fl_best_kernel.argtypes = [ctypes.POINTER(Params), ctypes.c_char_p, ctypes.c_size_t]
         lib.fl_run.restype = ctypes.c_int
         lib.fl_run.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_void_p,
                                ctypes.c_char_p, ctypes.c_size_t]
@@ -214,6 +216,15 @@ class Library:
         ok = self._lib.fl_supports(number, ctypes.byref(params), why, len(why))
         return ok == 1, why.value.decode(errors="replace")
 
+    def best(self, params):
+        """fl_best_kernel: the number of the kernel "best" stands for; UnsupportedError with the
+        library's message (every kernel's reason) when no kernel can run params here."""
+        why = ctypes.create_string_buffer(_MSG_LEN * 16)
+        number = self._lib.fl_best_kernel(ctypes.byref(params), why, len(why))
+        if number < 0:
+            raise UnsupportedError(why.value.decode(errors="replace"), code=FL_UNSUPPORTED)
+        return number
+
     def run(self, number, params, stream=None):
         """fl_run: enqueues kernel `number` on `stream` (a cudaStream_t as an int; None = the
         default stream). Raises the FlashLadderError of the return code, with the library's
@@ -225,19 +236,11 @@ class Library:
 
 
 def best_kernel(library, params):
-    """The kernel "best" stands for: the rungs from the highest number down, the first whose
-    fl_supports accepts the call on the current device (a later rung is the faster one; the Hopper
-    rungs, 17 and up, refuse every GPU but compute capability 9.0 there). The one place that makes
-    this choice: when the library gets a choice of its own, this function asks it instead.
-    Raises UnsupportedError, with every kernel's reason, when none accepts."""
-    reasons = []
-    for kernel in sorted(library.kernels, key=lambda k: k.number, reverse=True):
-        ok, why = library.supports(kernel.number, params)
-        if ok:
-            return kernel.number
-        reasons.append(why)
-    raise UnsupportedError("no kernel of this build supports this call:\n  "
-                           + "\n  ".join(reasons), code=FL_UNSUPPORTED)
+    """The kernel "best" stands for, as the library chooses it (fl_best_kernel, tools/fl_api.h):
+    of the kernels that can run the call on the current device, the highest-numbered (the ladder's
+    order is its order of speed; the Hopper rungs, 17 and up, refuse every GPU but compute
+    capability 9.0). Raises UnsupportedError, with every kernel's reason, when none can."""
+    return library.best(params)
 
 
 _lock = threading.Lock()
