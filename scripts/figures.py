@@ -21,9 +21,11 @@ so that a kernel changed without its figure does not go unnoticed):
   - the XOR swizzle: the expression `chunk ^ (row % 8)` in common/ptx/swizzle.cuh.
   - rung 09's k-loop panel: rQ[2] (the second register buffer) must be in its source; the loop
     itself (ldmatrix of slice k+1 before the mma of slice k) is drawn as its banner describes.
-  - the Hopper rungs (19-21): planned schedules (the HOPPER table below: its own toy clock, with a
-    small event simulation of the producer, the ring's barriers and the consumers). Where a
-    kernels/19_*/ .. 21_*/ source exists, its kStages replaces the planned ring size.
+  - the Hopper rungs (19-21): the schedules that the banners and consumer() functions of
+    kernels/19_*/ .. 21_*/ describe, run on a toy clock of their own (the HOPPER table below: a
+    small event simulation of the producer, the ring's barriers, the named-barrier turns and the
+    wgmma groups), so schematic too. The ring size is each kernel's kStages; the script checks
+    that each consumer() still has the barrier and wait_group calls drawn (HOPPER_SRC).
   - the wgmma descriptor: the fields' bit positions and shifts from gmma::encode, kSw128GroupBytes,
     kmajor_sw128's LBO, Layout::k128B and the XOR of sw128_offset in common/ptx/gmma_desc.cuh;
     the V tile's LBO from rung 17's kBc.
@@ -36,14 +38,13 @@ Files (docs/figures/):
   timeline_05.png ..     copies, waits, barriers and math per KV tile, rungs 05, 07, 08, 09
   timeline_09.png        (09 adds the k-loop of S = Q·K_jᵀ, rung 08 vs 09)
   swizzle_banks.png      banks hit by one ldmatrix 8x8 matrix, row-major vs swizzled (rung 06)
-  hopper_timeline_19.png .. _21.png   producer/consumer warpgroups, planned (rungs 19-21)
+  hopper_timeline_19.png .. _21.png   producer/consumer warpgroups (rungs 19-21), toy clock
   wgmma_descriptor.png   the 64-bit smem matrix descriptor, its K-major and MN-major (V) values,
                          the 128-byte swizzle of one 1024-byte group (rungs 17-19)
   wgmma_accumulator.png  which thread holds which accumulator element; S -> the RS A operand of P·V
 """
 
 import argparse
-import glob
 import os
 import re
 import sys
@@ -741,57 +742,108 @@ def fig_swizzle(out):
 
 
 # ------------------------------------------------------------------------------------------------
-# 4. Hopper: producer / consumer warpgroups (rungs 19-21, planned)
+# 4. Hopper: producer / consumer warpgroups (rungs 19-21, the kernels' schedules on a toy clock)
 # ------------------------------------------------------------------------------------------------
-HOPPER = {  # the planned design; a kernel's own kStages replaces "stages" once its source exists
-    "stages": 2,  # K/V ring in shared memory
+HOPPER = {  # the toy clock of the Hopper timelines; the ring size is each kernel's own kStages
     "consumers": 2,  # consumer warpgroups, `rows` query rows each
     "rows": 64,
     "tiles": 5,  # KV tiles drawn
     "tma": 0.8,  # TMA of K_j and V_j: issue -> "full" barrier complete
     "issue": 0.25,  # the producer thread: wait, arm expect_tx, issue
     "gemm": 1.0,  # one wgmma product (S or P·V) of one warpgroup, tensor cores to itself
-    "softmax": 1.0,  # online softmax of one S tile of one warpgroup
-    "drift": 0.12,  # rung 19: consumer c's softmax is (1 + c * drift) slower: they drift apart
+    "softmax": 1.0,  # online softmax of one S tile of one warpgroup (rescale of O and packing P
+    #                  included: rung 21 does those 0.2 of it after its wait for P·V)
+    "rescale": 0.2,
+    "drift": 0.12,  # consumer c's softmax is (1 + c * drift) slower: left alone, they drift apart
+}
+HOPPER_SRC = {  # rung -> (source, calls its consumer() must make, in this order, as drawn)
+    "19": (
+        "kernels/19_warp_specialization/warp_specialization.cu",
+        [
+            "ptx::mbarrier::wait(smem_u32(&full[stage])",
+            "ptx::wgmma::wait_group<0>();",
+            "online_softmax<false>(",
+            "ptx::wgmma::wait_group<0>();",
+            "ptx::mbarrier::arrive(smem_u32(&empty[stage]))",
+        ],
+    ),
+    "20": (
+        "kernels/20_pingpong/pingpong.cu",
+        [
+            "if (wg == 1) ptx::named_barrier_arrive(kTurn + 0",
+            "wait_full(j);",
+            "ptx::named_barrier_sync(my_turn",
+            "issue_s(",
+            "issue_pv(",
+            "ptx::named_barrier_arrive(other_turn",
+            "finish_batch();",
+            "release(j - 1);",
+            "softmax_and_pack(std::false_type{});",
+        ],
+    ),
+    "21": (
+        "kernels/21_intra_wg_overlap/intra_wg_overlap.cu",
+        [
+            "if (wg == 1) ptx::named_barrier_arrive(kTurn + 0",
+            "wait_full(j);",
+            "ptx::named_barrier_sync(my_turn",
+            "issue_s(",
+            "commit_group();  // group 1: S_j",
+            "issue_pv(",
+            "commit_group();  // group 2: P_{j-1}·V_{j-1}",
+            "ptx::named_barrier_arrive(other_turn",
+            "ptx::wgmma::wait_group<1>();",
+            "online_softmax<false>(",
+            "wait_pv_after(row_sum);",
+            "release(j - 1);",
+            "rescale_o(rO, correction);",
+            "pack_p();",
+        ],
+    ),
 }
 
 
-def hopper_stages(rung):
-    found = sorted(glob.glob(os.path.join(ROOT, "kernels", f"{rung}_*", "*.cu")))
-    if not found:
-        return HOPPER["stages"], "planned"
-    rel = os.path.relpath(found[0], ROOT)
+def hopper_source(rung):
+    """The rung's kStages, after checking that its consumer() still makes the calls drawn."""
+    rel, calls = HOPPER_SRC[rung]
+    text = read(rel)
+    at = text.find("void consumer(")
+    if at < 0:
+        fail(f"{rel}: no consumer() function")
+    for s in calls:
+        found = text.find(s, at)
+        if found < 0:
+            fail(
+                f"{rel}: `{s}` not found in consumer() after the calls before it: the figure of "
+                f"rung {rung} no longer matches its kernel (update HOPPER_SRC and the drawing)"
+            )
+        at = found + len(s)
+    if rung == "19" and "named_barrier" in text:
+        fail(f"{rel}: named barriers in rung 19: the figure draws its consumers unordered")
     return constants(rel, ["kStages"])["kStages"], rel
 
 
 def producer(release, stages):
     """One thread of the producer warpgroup: for tile j, wait until the tile `stages` earlier left
-    its stage (every consumer arrived on "empty"), arm "full" with expect_tx, issue the TMA.
-
-    `release` is one list (K_j and V_j share a stage and its two barriers: rungs 19, 20) or a pair
-    of lists (K and V have rings and barriers of their own, drawn for rung 21)."""
+    its stage (every consumer arrived on "empty"), arm "full" with expect_tx, issue the TMA of K_j
+    and V_j into the stage (one stage holds both, with one full and one empty barrier)."""
     H = HOPPER
-    split = isinstance(release, tuple)
-    rings = list(zip("KV", release)) if split else [("K, V", release)]
-    t, bars, tma = 0.0, [], []
-    full = {name: [] for name, _ in rings}
-    for j in range(len(rings[0][1])):
-        for name, rel in rings:
-            if j >= stages and rel[j - stages] > t:
-                what = f"empty{name if split else ''}[{j % stages}]"
-                bars.append(("wait", t, rel[j - stages], f"wait {what}"))
-                t = rel[j - stages]
-            bars.append(("issue", t, t + H["issue"], ""))
-            label = f"{name[0]}{j}, V{j}" if not split else f"{name}{j}"
-            tma.append(("tma", t, t + H["tma"], f"{label} → stage {j % stages}"))
-            full[name].append(t + H["tma"])
-            t += H["issue"]
-    return (full["K"], full["V"]) if split else full["K, V"], (bars, tma)
+    t, bars, tma, full = 0.0, [], [], []
+    for j in range(len(release)):
+        if j >= stages and release[j - stages] > t:
+            bars.append(("wait", t, release[j - stages], f"wait empty[{j % stages}]"))
+            t = release[j - stages]
+        bars.append(("issue", t, t + H["issue"], ""))
+        tma.append(("tma", t, t + H["tma"], f"K{j}, V{j} → stage {j % stages}"))
+        full.append(t + H["tma"])
+        t += H["issue"]
+    return full, (bars, tma)
 
 
 def consumers_19(full):
-    """Each consumer: wait full[j]; S_j; softmax_j; P·V_j; wgmma.wait_group 0; arrive empty[j].
-    Nothing orders the two: both in a GEMM at once share the tensor cores (each at half rate)."""
+    """Each consumer, per tile j: wait full[j]; S_j (wgmma, wait_group 0); softmax_j; P·V_j (wgmma,
+    wait_group 0); arrive empty[j]. Nothing orders the two: both in a GEMM at once share the tensor
+    cores (each at half rate)."""
     H = HOPPER
     nc, n, step = H["consumers"], H["tiles"], 0.005
     prog = [
@@ -833,102 +885,118 @@ def consumers_19(full):
     return [max(a) for a in arrive], bars, busy
 
 
-def consumers_20(full):
-    """Ping-pong: a consumer's GEMMs come in bursts (S_0; then P·V_{j-1} with S_j; then P·V_last),
-    and a named barrier hands the tensor cores to the consumers in turn: consumer 0's burst b,
-    consumer 1's burst b, consumer 0's burst b + 1, ... Between its bursts a consumer waits for its
-    wgmma (wait_group 0), arrives on empty[j - 1] and runs the softmax of S_j."""
-    H = HOPPER
-    nc, n, g = H["consumers"], H["tiles"], H["gemm"]
-    t, turn = [0.0] * nc, 0.0
-    bars = {c: [] for c in range(nc)}
-    arrive = [[0.0] * nc for _ in range(n)]
-    busy = []
+def turn_program(c, n, overlap):
+    """The consumer() of rung 20 (overlap False) or 21 (True) as a list of operations.
+
+    Step 0: S_0 alone; step j: S_j and P_{j-1}·V_{j-1} in one batch; step n: P_{n-1}·V_{n-1}
+    alone. Each batch between "sync my turn" and "arrive on the other's turn". Rung 20 commits the
+    batch as one group and waits for it (wait_group 0), then releases stage j-1 and runs the
+    softmax of S_j. Rung 21 commits S_j and P·V apart, waits for S_j (wait_group 1), runs the
+    softmax under P·V, then waits for P·V (wait_group 0), releases and rescales O / packs P_j."""
+    sm, rs = "softmax", "rescale"
+    prog = []
     for b in range(n + 1):
-        for c in range(nc):
-            start = t[c]
-            if turn > start:
-                bars[c].append(("turn", start, turn, "turn"))
-                start = turn
-            ops = ([("PV", b - 1)] if b else []) + ([("S", b)] if b < n else [])
-            for kind, j in ops:
-                if kind == "S" and full[j] > start:  # S_j needs K_j: wait on full[j]
-                    bars[c].append(("wait", start, full[j], "wait full"))
-                    start = full[j]
-                bars[c].append((kind, start, start + g, f"{kind_name(kind)}{j}"))
-                busy.append((start, start + g))
-                start += g
-            turn = start  # the named barrier: the other consumer's burst may start now
-            if b:
-                arrive[b - 1][c] = start
-            if b < n:
-                bars[c].append(("softmax", start, start + H["softmax"], f"sm{b}"))
-                start += H["softmax"]
-            t[c] = start
-    return [max(a) for a in arrive], bars, busy
+        if b < n:
+            prog.append(("full", b))
+        prog.append(("turn",))
+        if b < n:
+            prog.append(("gemm", "S", b))
+            if overlap:
+                prog.append(("commit",))
+        if b > 0:
+            prog.append(("gemm", "PV", b - 1))
+        prog.append(("commit",))
+        if b < n or c == 0:  # consumer 1's last hand-over is left out: nobody syncs on it
+            prog.append(("hand",))
+        if b == 0:
+            prog += [("wait", 0), (sm, 0, 1.0)]
+        elif b == n:
+            prog += [("wait", 0), ("release", b - 1)]
+        elif not overlap:
+            prog += [("wait", 0), ("release", b - 1), (sm, b, 1.0)]
+        else:
+            prog += [("wait", 1), (sm, b, 1.0 - HOPPER[rs]), ("wait", 0), ("release", b - 1)]
+            prog.append((rs, b, HOPPER[rs]))
+    return prog
 
 
-def consumers_21(full):
-    """One consumer warpgroup (the other does the same on its own rows, in turns as in rung 20).
-    Its wgmma run in issue order on the tensor cores while its warps go on:
-      S_0; wait_group 0
-      for j: issue S_{j+1} (if any); softmax of S_j; issue P·V_j;
-             wgmma.wait_group 1 (S_{j+1} done, P·V_j may still run)
-    K_j is released once S_j is done, V_j once P·V_j is: S_{j+1} is issued before P·V_j, so a
-    stage shared by K and V would hold K_{j+1} back behind P·V_{j-1}; drawn with K and V in rings
-    of their own (as FlashAttention-3 does)."""
+def consumers_turns(full, overlap):
+    """Runs both consumers' turn_program on the toy clock. The tensor cores run the wgmma in the
+    order they are issued (the other consumer's batch queues behind one's own); the named barrier
+    of consumer c completes once it syncs and the other has arrived (consumer 1 arrives on
+    consumer 0's once at the start). Returns the release times, per consumer the bars of its warps
+    and of its wgmma, and the tensor cores' busy intervals."""
     H = HOPPER
-    full_k, full_v = full
-    n, g, sm = H["tiles"], H["gemm"], H["softmax"]
-    warps, tc, bars = 0.0, 0.0, {"async": [], "warps": []}
-    rel_k, rel_v, busy = [0.0] * n, [0.0] * n, []
-
-    def wait(until, what):
-        nonlocal warps
-        if until > warps:
-            bars["warps"].append(("wait", warps, until, what))
-            warps = until
-
-    def issue(kind, j):
-        nonlocal tc
-        start = max(warps, tc)
-        bars["async"].append((kind, start, start + g, f"{kind_name(kind)}{j}"))
-        busy.append((start, start + g))
-        tc = start + g
-        return tc
-
-    wait(full_k[0], "wait full")
-    rel_k[0] = issue("S", 0)
-    bars["warps"].append(("wgwait", warps, rel_k[0], "wait_group 0"))
-    warps = rel_k[0]
-    for j in range(n):
-        nxt = None
-        if j + 1 < n:
-            wait(full_k[j + 1], "wait full")
-            nxt = rel_k[j + 1] = issue("S", j + 1)
-        bars["warps"].append(("softmax", warps, warps + sm, f"sm{j}"))
-        warps += sm
-        wait(full_v[j], "wait full")
-        rel_v[j] = issue("PV", j)
-        done = nxt if nxt is not None else rel_v[j]  # wait_group 1 (0 after the last tile)
-        if done > warps:
-            bars["warps"].append(("wgwait", warps, done, "wait_group 1" if nxt else "wait_group 0"))
-            warps = done
-    return (rel_k, rel_v), bars, busy
+    nc, n = H["consumers"], H["tiles"]
+    progs = [turn_program(c, n, overlap) for c in range(nc)]
+    pc, t = [0] * nc, [0.0] * nc
+    groups = [[] for _ in range(nc)]  # per consumer: committed groups, [(start, end)] each
+    open_ = [[] for _ in range(nc)]  # the group being issued
+    hands, syncs = [[0.0], []], [0, 0]  # arrivals on the turn barrier of consumer 0, 1
+    warps = {c: [] for c in range(nc)}
+    gemms = {c: [] for c in range(nc)}
+    arrive = [[0.0] * nc for _ in range(n)]
+    tc, busy = 0.0, []
+    while any(pc[c] < len(progs[c]) for c in range(nc)):
+        ready = [
+            c
+            for c in range(nc)
+            if pc[c] < len(progs[c]) and (progs[c][pc[c]] != ("turn",) or len(hands[c]) > syncs[c])
+        ]
+        if not ready:
+            fail("rung 20/21 schedule: both consumers wait for their turn (deadlock)")
+        c = min(ready, key=lambda k: (t[k], k))
+        op = progs[c][pc[c]]
+        pc[c] += 1
+        kind = op[0]
+        if kind == "full":
+            if full[op[1]] > t[c]:
+                warps[c].append(("wait", t[c], full[op[1]], "wait full"))
+                t[c] = full[op[1]]
+        elif kind == "turn":
+            go = hands[c][syncs[c]]
+            syncs[c] += 1
+            if go > t[c] + 1e-9:
+                warps[c].append(("turn", t[c], go, "turn"))
+                t[c] = go
+        elif kind == "gemm":
+            start = max(t[c], tc)
+            tc = start + H["gemm"]
+            gemms[c].append((op[1], start, tc, f"{kind_name(op[1])}{op[2]}"))
+            busy.append((start, tc))
+            open_[c].append((start, tc))
+        elif kind == "commit":
+            groups[c].append(open_[c])
+            open_[c] = []
+        elif kind == "hand":
+            hands[1 - c].append(t[c])
+        elif kind == "wait":  # wgmma.wait_group N: all but the N newest groups complete
+            waited = groups[c][: len(groups[c]) - op[1]]
+            groups[c] = groups[c][len(groups[c]) - op[1] :]
+            done = max((e for g in waited for _, e in g), default=t[c])
+            if done > t[c] + 1e-9:
+                warps[c].append(("wgwait", t[c], done, f"wait_group {op[1]}"))
+                t[c] = done
+        elif kind == "release":
+            arrive[op[1]][c] = t[c]
+        else:  # softmax / rescale on the warps
+            d = op[2] * H["softmax"] * (1 + c * H["drift"])
+            label = f"sm{op[1]}" if kind == "softmax" else ""
+            warps[c].append((kind, t[c], t[c] + d, label))
+            t[c] += d
+    return [max(a) for a in arrive], (warps, gemms), busy
 
 
 def kind_name(kind):
     return {"S": "S", "PV": "PV", "softmax": "sm"}[kind]
 
 
-def hopper_run(consumer_fn, stages, split=False):
-    zero = [0.0] * HOPPER["tiles"]
-    release = (zero, zero) if split else zero
-    flat = lambda r: list(r[0]) + list(r[1]) if split else list(r)  # noqa: E731
+def hopper_run(consumer_fn, stages):
+    release = [0.0] * HOPPER["tiles"]
     for _ in range(50):
         full, pbars = producer(release, stages)
         new, cbars, busy = consumer_fn(full)
-        if all(abs(a - b) < 1e-6 for a, b in zip(flat(new), flat(release))):
+        if all(abs(a - b) < 1e-6 for a, b in zip(new, release)):
             return pbars, cbars, merge(busy)
         release = new
     fail("producer/consumer schedule does not settle")
@@ -950,14 +1018,15 @@ HOPPER_STYLE = {
     "S": (COLOURS["S"], 0.85, None),
     "PV": (COLOURS["PV"], 0.85, None),
     "softmax": (COLOURS["softmax"], 0.85, None),
+    "rescale": ("#9c755f", 0.85, None),
     "wait": ("white", 1, "///"),
     "turn": ("white", 1, "..."),
     "wgwait": ("white", 1, "\\\\\\"),
 }
 
 
-def draw_hopper(name, title, lanes, busy, out, note, tc_lane="tensor cores (SM)"):
-    fig, ax = plt.subplots(figsize=(12.5, 0.62 * (len(lanes) + 1) + 1.6))
+def draw_hopper(name, title, lanes, busy, out, note, stages):
+    fig, ax = plt.subplots(figsize=(12.5, 0.55 * (len(lanes) + 1) + 1.9))
     h = 0.66
     end = max(b[2] for _, bars in lanes for b in bars)
     end = max(end, max(b for _, b in busy))
@@ -967,14 +1036,11 @@ def draw_hopper(name, title, lanes, busy, out, note, tc_lane="tensor cores (SM)"
             colour, alpha, hatch = HOPPER_STYLE[kind]
             ec = COLOURS["stall"] if hatch else "black"
             fs = 7 if t1 - t0 > 0.5 else 5.5
-            if kind in ("tma",):  # TMA copies overlap: stagger them
-                m = re.match(r"([KV])(\d+)(,?)", text)
-                joint = bool(m.group(3))  # "K0, V0": K and V share a stage
-                rows = 2 if joint else 4
-                row = int(m.group(2)) % 2 + (0 if joint or m.group(1) == "K" else 2)
-                hh = 1.2 * h / rows
+            if kind == "tma":  # TMA copies overlap: stagger them, one row per stage
+                row = int(re.match(r"K(\d+)", text).group(1)) % stages
+                hh = 1.2 * h / stages
                 yy = y + 0.6 * h - (row + 1) * hh
-                box(ax, t0, yy, t1 - t0, hh, colour, text, fs=6.5 if joint else 5.5, alpha=alpha)
+                box(ax, t0, yy, t1 - t0, hh, colour, text, fs=6, alpha=alpha)
                 continue
             fits = t1 - t0 > 0.0056 * len(text) * end
             box(
@@ -1000,26 +1066,34 @@ def draw_hopper(name, title, lanes, busy, out, note, tc_lane="tensor cores (SM)"
         fontsize=7.5,
     )
     ax.set_yticks(ys + [0])
-    ax.set_yticklabels([lane for lane, _ in lanes] + [tc_lane], fontsize=8)
+    ax.set_yticklabels([lane for lane, _ in lanes] + ["tensor cores (SM)"], fontsize=8)
     ax.set_ylim(-0.6, len(lanes) + 0.6)
     ax.set_xlim(-0.015 * end, end * 1.22)
     ax.set_xticks([])
     for s in ("top", "right"):
         ax.spines[s].set_visible(False)
     ax.set_title(title, fontsize=9, loc="left")
+    kinds = {b[0] for _, bars in lanes for b in bars}
     handles = [
-        Patch(facecolor=COLOURS["tma"], alpha=0.6, label="TMA of K_j, V_j into a stage"),
-        Patch(facecolor=COLOURS["S"], alpha=0.85, label="wgmma S = Q·K_jᵀ"),
-        Patch(facecolor=COLOURS["softmax"], alpha=0.85, label="sm_j: softmax of S_j (warps)"),
-        Patch(facecolor=COLOURS["PV"], alpha=0.85, label="wgmma O += P·V_j"),
+        Patch(facecolor=COLOURS["tma"], alpha=0.6, label="TMA of K_j, V_j into one stage"),
+        Patch(facecolor=COLOURS["S"], alpha=0.85, label="Sj: wgmma S_j = Q·K_jᵀ"),
+        Patch(facecolor=COLOURS["softmax"], alpha=0.85, label="smj: softmax of S_j (warps)"),
+        Patch(facecolor=COLOURS["PV"], alpha=0.85, label="PVj: wgmma O += P_j·V_j"),
+    ]
+    if "rescale" in kinds:
+        handles.append(
+            Patch(
+                facecolor=HOPPER_STYLE["rescale"][0], alpha=0.85, label="O *= correction, pack P_j"
+            )
+        )
+    handles.append(
         Patch(
             facecolor="white",
             edgecolor=COLOURS["stall"],
             hatch="///",
             label="waiting on an mbarrier (full / empty)",
-        ),
-    ]
-    kinds = {b[0] for _, bars in lanes for b in bars}
+        )
+    )
     if "turn" in kinds:
         handles.append(
             Patch(
@@ -1035,12 +1109,13 @@ def draw_hopper(name, title, lanes, busy, out, note, tc_lane="tensor cores (SM)"
                 facecolor="white",
                 edgecolor=COLOURS["stall"],
                 hatch="\\\\\\",
-                label="wgmma.wait_group",
+                label="wgmma.wait_group (its wgmma queued / running)",
             )
         )
+    inch = fig.get_size_inches()[1]
     fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=7.5, frameon=False)
-    fig.text(0.01, 0.125, textwrap.fill(note, 190), fontsize=7, color="#555555", va="bottom")
-    fig.subplots_adjust(left=0.13, right=0.99, top=0.92, bottom=0.25)
+    fig.text(0.01, 0.5 / inch, textwrap.fill(note, 200), fontsize=7, color="#555555", va="bottom")
+    fig.subplots_adjust(left=0.13, right=0.99, top=1 - 0.35 / inch, bottom=1.2 / inch)
     save(fig, out, name)
 
 
@@ -1051,68 +1126,71 @@ def fig_hopper(out, only):
         f"consumer WG {c}\n(rows {c * rows}-{(c + 1) * rows - 1})" for c in range(H["consumers"])
     ]
     common = (
-        f"Planned design, schematic (not measured): toy clock with TMA {H['tma']}, one wgmma "
-        f"product {H['gemm']}, softmax {H['softmax']} units; {H['tiles']} KV tiles of one "
-        "block."
+        "The kernel's schedule on a toy clock, schematic (not measured): TMA {tma}, one wgmma "
+        "product {gemm}, softmax {softmax} units (consumer 1's {drift:.0%} slower); {tiles} KV "
+        "tiles of one block; a {stages}-stage ring from {src}."
     )
-    for rung, fn, title, extra in (
+    for rung, title, extra in (
         (
             "19",
-            consumers_19,
             "Rung 19, warp specialisation: 1 producer warpgroup fills a {s}-stage ring; 2 consumer "
             "warpgroups of {r} rows wait 'full', compute, arrive 'empty'",
-            " The consumers drift "
-            "on their own: often both are in the softmax while the tensor cores idle, or both in a "
-            "GEMM, sharing them.",
+            " Per tile a consumer waits 'full', runs S_j (wgmma, wait), the softmax, P·V_j (wgmma, "
+            "wait) and arrives 'empty'. Nothing orders the two consumers: they drift, both in the "
+            "softmax at once leaves the tensor cores idle, both in a GEMM share them (each at half "
+            "rate).",
         ),
         (
             "20",
-            consumers_20,
-            "Rung 20, ping-pong: a named barrier gives the tensor cores to one consumer at a time: "
-            "one's softmax runs while the other's GEMMs run",
-            " A consumer's GEMM burst is P·V_{j-1} "
-            "then S_j; then it waits (wgmma.wait_group 0), arrives 'empty' and runs softmax_j.",
+            "Rung 20, ping-pong: step j is one batch, S_j with P_{{j-1}}·V_{{j-1}}; named barriers "
+            "give the consumers' batches turns, so one's softmax runs under the other's GEMMs",
+            " Step j: wait 'full', sync on its turn, issue S_j and P_{j-1}·V_{j-1}, arrive on the "
+            "other's turn, wait_group 0, release stage j-1, softmax of S_j (step 0: S_0 alone, "
+            "step n: P_{n-1}·V_{n-1} alone); a stage is released after step j+1. The tensor cores "
+            "run the batches in issue order: the other's batch queues behind one's own. On "
+            "this clock a consumer's turn has always been handed over by the time it syncs; what "
+            "holds it is its batch queued behind the other's (wait_group).",
         ),
         (
             "21",
-            consumers_21,
-            "Rung 21, intra-warpgroup overlap: S_{{j+1}} = Q·K_{{j+1}}ᵀ is issued before the softmax "
-            "of S_j, and waited for with wgmma.wait_group 1",
-            " One consumer warpgroup drawn (the "
-            "other does the same on its rows, in turns as in rung 20). K and V drawn in rings "
-            "with barriers of their own: S_{j+1} is issued before P·V_j, so in a stage shared with "
-            "V, K_{j+1} would wait for P·V_{j-1}.",
+            "Rung 21, intra-warpgroup overlap: S_j and P_{{j-1}}·V_{{j-1}} committed apart; "
+            "wait_group 1, the softmax of S_j while P_{{j-1}}·V_{{j-1}} runs, then wait_group 0",
+            " As rung 20 (turns, the same 3-stage ring of K_j and V_j), but the batch is two "
+            "commit groups: wait_group 1 (S_j only), softmax of S_j under the warpgroup's own "
+            "P_{j-1}·V_{j-1}, wait_group 0, release stage j-1, rescale O and pack P_j. Upper "
+            "lane of a consumer: its wgmma on the tensor cores (async); lower: its warps. On this "
+            "clock the tensor cores are already saturated in rung 20, so their busy share does not "
+            "move: the figure shows where the softmax runs now, not a speed-up.",
         ),
     ):
         name = f"hopper_timeline_{rung}.png"
         if only and only not in name:
             continue
-        stages, src = hopper_stages(rung)
-        if rung == "21":
-            saved = H["consumers"]
-            H["consumers"] = 1
-        pbars, cbars, busy = hopper_run(fn, stages, split=rung == "21")
-        prod = [("producer WG\n(1 thread)", pbars[0]), ("TMA in flight", pbars[1])]
-        if rung == "21":
-            H["consumers"] = saved
-            lanes = [
-                prod[0],
-                prod[1],
-                ("consumer WG 0: wgmma\nin flight (async)", cbars["async"]),
-                ("consumer WG 0: warps", cbars["warps"]),
-            ]
+        stages, src = hopper_source(rung)
+        fn = consumers_19 if rung == "19" else lambda f, r=rung: consumers_turns(f, r == "21")
+        pbars, cbars, busy = hopper_run(fn, stages)
+        lanes = [("producer WG\n(1 thread)", pbars[0]), ("TMA in flight", pbars[1])]
+        if rung == "19":
+            lanes += [(cons[c], cbars[c]) for c in range(H["consumers"])]
+        elif rung == "20":  # the warps wait for their batch: its GEMMs drawn in their lane
+            warps, gemms = cbars
+            for c in range(H["consumers"]):
+                bars = warps[c] + gemms[c]
+                # a wait_group drawn only until the batch starts on the tensor cores
+                bars = [
+                    (k, a, min([b] + [g[1] for g in gemms[c] if a - 1e-9 <= g[1] < b]), x)
+                    if k == "wgwait"
+                    else (k, a, b, x)
+                    for k, a, b, x in bars
+                ]
+                lanes.append((cons[c], [x for x in bars if x[2] - x[1] > 1e-6]))
         else:
-            lanes = [prod[0], prod[1]] + [(cons[c], cbars[c]) for c in range(H["consumers"])]
-        note = common + extra + ("" if src == "planned" else f" Ring size from {src}.")
-        draw_hopper(
-            name,
-            title.format(s=stages, r=rows),
-            lanes,
-            busy,
-            out,
-            note,
-            "tensor cores\n(WG 0's wgmma)" if rung == "21" else "tensor cores (SM)",
-        )
+            warps, gemms = cbars
+            for c in range(H["consumers"]):
+                lanes.append((f"WG {c}: wgmma\n(async)", gemms[c]))
+                lanes.append((cons[c].replace("\n", ": warps\n"), warps[c]))
+        note = common.format(stages=stages, src=src, **H) + extra
+        draw_hopper(name, title.format(s=stages, r=rows), lanes, busy, out, note, stages)
 
 
 # ------------------------------------------------------------------------------------------------
