@@ -21,6 +21,7 @@
 #include "common/device_buffer.h"
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
+#include "common/ptx/smem.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "common/timing.h"
 
@@ -33,8 +34,7 @@ constexpr int kK = 64;  // k of the shared tiles: 4 k-steps of 16
 template <typename T, int N>
 __global__ void __launch_bounds__(128 * kWarpgroups, 1) ceiling_kernel(int iters, float* out) {
   extern __shared__ uint8_t smem_raw[];
-  const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
-  uint8_t* smem = smem_raw + ((1024 - raw % 1024) % 1024);
+  uint8_t* smem = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);
   // Operand bits: small values, the same for every run (the speed does not depend on them).
   for (int i = threadIdx.x; i < (64 * kWarpgroups + N) * kK; i += blockDim.x) {
     reinterpret_cast<uint16_t*>(smem)[i] = static_cast<uint16_t>(0x3C00 ^ (i & 0x7));
@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(128 * kWarpgroups, 1) ceiling_kernel(int iters
   fl::ptx::fence_proxy_async_shared();
   __syncthreads();
   const int wg = threadIdx.x / 128;
-  const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t base = fl::ptx::smem_addr(smem);
   const uint64_t desc_a = gmma::kmajor_sw128(base + wg * 64 * 128);
   const uint64_t desc_b = gmma::kmajor_sw128(base + kWarpgroups * 64 * 128);
   float d[N / 2];

@@ -32,6 +32,7 @@
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
 #include "common/ptx/mbarrier.cuh"
+#include "common/ptx/smem.cuh"
 #include "common/ptx/tma.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "common/tensor_map.h"
@@ -140,16 +141,8 @@ bool hopper_ready(std::string* why) {
     if (!hopper_ready(&why_)) GTEST_SKIP() << why_;  \
   } while (0)
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// The first 1024-byte boundary at or after the dynamic shared memory's start (allocate 1 KiB
-// more than needed).
-__device__ __forceinline__ uint8_t* align_1024(uint8_t* p) {
-  const uint32_t a = smem_u32(p);
-  return p + ((1024 - (a % 1024)) % 1024);
-}
+// The kernels below start their tiles at the first 1024-byte boundary of the dynamic shared
+// memory (the 128-byte swizzle repeats every 1024 bytes): the launches ask for 1 KiB more.
 
 template <typename T>
 uint16_t to_bits(float x);
@@ -217,15 +210,15 @@ __device__ void fill_sw128(uint8_t* tile, const T* g, int rows, int cols) {
 template <typename T, int N, int K>
 __global__ void wgmma_ss_kernel(const T* A, const T* B, float* D) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* sA = align_1024(smem_raw);  // [64][K]: K / 64 blocks of 64 x 128 bytes
+  uint8_t* sA = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // [64][K]: K / 64 blocks of 64 x 128 bytes
   uint8_t* sB = sA + 64 * K * 2;       // [N][K]: K / 64 blocks of N x 128 bytes
   fill_sw128(sA, A, 64, K);
   fill_sw128(sB, B, N, K);
   fl::ptx::fence_proxy_async_shared();  // st.shared above, wgmma (async proxy) below
   __syncthreads();
   float d[N / 2];
-  const uint64_t desc_a = gmma::kmajor_sw128(smem_u32(sA));
-  const uint64_t desc_b = gmma::kmajor_sw128(smem_u32(sB));
+  const uint64_t desc_a = gmma::kmajor_sw128(fl::ptx::smem_addr(sA));
+  const uint64_t desc_b = gmma::kmajor_sw128(fl::ptx::smem_addr(sB));
   fl::ptx::wgmma::fence();
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {  // k-step s: block s / 4, 32 (s % 4) bytes into its rows
@@ -244,7 +237,7 @@ __global__ void wgmma_ss_kernel(const T* A, const T* B, float* D) {
 template <typename T, int N, int K, int kTransB>
 __global__ void wgmma_rs_kernel(const T* A, const T* B, float* D) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* sB = align_1024(smem_raw);
+  uint8_t* sB = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);
   if (kTransB) {
     fill_sw128(sB, B, K, N);  // [K][N]: N / 64 blocks of K x 128 bytes
   } else {
@@ -268,8 +261,8 @@ __global__ void wgmma_rs_kernel(const T* A, const T* B, float* D) {
     a[s][3] = pair(row + 8, 16 * s + 8 + k0);
   }
   float d[N / 2];
-  const uint64_t desc_b = kTransB ? gmma::mnmajor_sw128(smem_u32(sB), K * 128)
-                                  : gmma::kmajor_sw128(smem_u32(sB));
+  const uint64_t desc_b = kTransB ? gmma::mnmajor_sw128(fl::ptx::smem_addr(sB), K * 128)
+                                  : gmma::kmajor_sw128(fl::ptx::smem_addr(sB));
   fl::ptx::wgmma::fence();
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
@@ -371,9 +364,9 @@ constexpr int kBoxRows = 64;
 __global__ void tma_box_kernel(const __grid_constant__ CUtensorMap map, int c0, int c1, int c2,
                                int c3, uint16_t* out) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* tile = align_1024(smem_raw);
+  uint8_t* tile = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);
   __shared__ alignas(8) uint64_t bar;
-  const uint32_t b = smem_u32(&bar);
+  const uint32_t b = fl::ptx::smem_addr(&bar);
   if (threadIdx.x == 0) {
     fl::ptx::mbarrier::init(b, 1);
     fl::ptx::mbarrier::fence_init();
@@ -381,7 +374,7 @@ __global__ void tma_box_kernel(const __grid_constant__ CUtensorMap map, int c0, 
   __syncthreads();
   if (threadIdx.x == 0) {
     fl::ptx::mbarrier::arrive_expect_tx(b, kBoxRows * 128);  // the whole box, zeros included
-    fl::ptx::tma::load_4d(smem_u32(tile), &map, b, c0, c1, c2, c3);
+    fl::ptx::tma::load_4d(fl::ptx::smem_addr(tile), &map, b, c0, c1, c2, c3);
   }
   fl::ptx::mbarrier::wait(b, 0);
   const uint16_t* t = reinterpret_cast<const uint16_t*>(tile);
@@ -441,13 +434,13 @@ constexpr int kRingStages = 2, kRingLoads = 40;
 // for the (j / 2)-th time: its waits use parity (j / 2) % 2.
 __global__ void ring_kernel(const __grid_constant__ CUtensorMap map, uint16_t* out) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* ring = align_1024(smem_raw);  // kRingStages x [64][64] 16-bit, swizzled
+  uint8_t* ring = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // kRingStages x [64][64] 16-bit, swizzled
   __shared__ alignas(8) uint64_t full[kRingStages], empty[kRingStages];
   constexpr int kConsumers = 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kRingStages; ++s) {
-      fl::ptx::mbarrier::init(smem_u32(&full[s]), 1);
-      fl::ptx::mbarrier::init(smem_u32(&empty[s]), kConsumers);
+      fl::ptx::mbarrier::init(fl::ptx::smem_addr(&full[s]), 1);
+      fl::ptx::mbarrier::init(fl::ptx::smem_addr(&empty[s]), kConsumers);
     }
     fl::ptx::mbarrier::fence_init();
   }
@@ -456,9 +449,9 @@ __global__ void ring_kernel(const __grid_constant__ CUtensorMap map, uint16_t* o
     if (threadIdx.x == kConsumers) {
       for (int j = 0; j < kRingLoads; ++j) {
         const int s = j % kRingStages, use = j / kRingStages;
-        if (use > 0) fl::ptx::mbarrier::wait(smem_u32(&empty[s]), (use - 1) % 2);
-        fl::ptx::mbarrier::arrive_expect_tx(smem_u32(&full[s]), 64 * 128);
-        fl::ptx::tma::load_4d(smem_u32(ring + s * 64 * 128), &map, smem_u32(&full[s]), 0,
+        if (use > 0) fl::ptx::mbarrier::wait(fl::ptx::smem_addr(&empty[s]), (use - 1) % 2);
+        fl::ptx::mbarrier::arrive_expect_tx(fl::ptx::smem_addr(&full[s]), 64 * 128);
+        fl::ptx::tma::load_4d(fl::ptx::smem_addr(ring + s * 64 * 128), &map, fl::ptx::smem_addr(&full[s]), 0,
                               64 * j, 0, 0);
       }
     }
@@ -466,14 +459,14 @@ __global__ void ring_kernel(const __grid_constant__ CUtensorMap map, uint16_t* o
   }
   for (int j = 0; j < kRingLoads; ++j) {
     const int s = j % kRingStages, use = j / kRingStages;
-    fl::ptx::mbarrier::wait(smem_u32(&full[s]), use % 2);
+    fl::ptx::mbarrier::wait(fl::ptx::smem_addr(&full[s]), use % 2);
     const uint8_t* tile = ring + s * 64 * 128;
     for (int i = threadIdx.x; i < 64 * 64; i += kConsumers) {
       const int r = i / 64, c = i % 64;
       out[(static_cast<size_t>(j) * 64 + r) * 64 + c] =
           *reinterpret_cast<const uint16_t*>(tile + gmma::sw128_offset(r, c, 64));
     }
-    fl::ptx::mbarrier::arrive(smem_u32(&empty[s]));
+    fl::ptx::mbarrier::arrive(fl::ptx::smem_addr(&empty[s]));
   }
 }
 

@@ -7,12 +7,9 @@
 
 #include <cstdint>
 
-namespace fl::ptx {
+#include "common/ptx/smem.cuh"  // smem_addr
 
-// Shared-state-space address of a generic pointer to shared memory (for the PTX operands).
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+namespace fl::ptx {
 
 // ldmatrix.sync.aligned.m8n8.x4.shared.b16: four 8x8 matrices, one register each.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {

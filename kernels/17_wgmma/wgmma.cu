@@ -70,6 +70,7 @@
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
 #include "common/ptx/math.cuh"
+#include "common/ptx/smem.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "common/registry.h"
 
@@ -88,10 +89,6 @@ constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
 constexpr int kSmemBytes = tile_bytes(kBr) + 2 * kStages * tile_bytes(kBc) + 1024;  // + alignment
 static_assert(kBc % 16 == 0 && kBc <= 256, "S = Q·Kᵀ is one wgmma of N = kBc");
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // Starts copying a kRows x 128 tile from global memory (rows `stride` elements apart) into the
 // 128-byte-swizzled layout, 16 bytes per thread per step with cp.async. Thread t takes 16-byte
 // chunk t % 16 of row t / 16, then the same chunk 16 rows further down: 16 threads read one
@@ -103,7 +100,7 @@ __device__ __forceinline__ void copy_tile_async(uint8_t* sTile, const T* gTile, 
   constexpr int kRowsPerStep = kThreads / 16;  // 16
   static_assert(kRows % kRowsPerStep == 0, "the block covers the tile evenly");
   const int row = threadIdx.x / 16, chunk = threadIdx.x % 16;
-  const uint32_t dst = smem_u32(sTile) + (chunk / 8) * kRows * 128 + row * 128 +
+  const uint32_t dst = ptx::smem_addr(sTile) + (chunk / 8) * kRows * 128 + row * 128 +
                        (((chunk % 8) ^ (row % 8)) * 16);
   const T* src = gTile + row * stride + chunk * 8;
 #pragma unroll
@@ -155,7 +152,7 @@ template <typename T>
 __global__ void __launch_bounds__(kThreads, 1) attention_kernel(const AttnParams p) {
   extern __shared__ uint8_t smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes and the descriptors assume it starts there.
-  uint8_t* smem = smem_raw + ((1024 - smem_u32(smem_raw) % 1024) % 1024);
+  uint8_t* smem = smem_raw + ((1024 - ptx::smem_addr(smem_raw) % 1024) % 1024);
   uint8_t* sQ = smem;                                 // [kBr][128]
   uint8_t* sK = sQ + tile_bytes(kBr);                 // [kStages][kBc][128]
   uint8_t* sV = sK + kStages * tile_bytes(kBc);       // [kStages][kBc][128]
@@ -187,9 +184,9 @@ __global__ void __launch_bounds__(kThreads, 1) attention_kernel(const AttnParams
   const float scale_log2 = p.softmax_scale * 1.44269504088896340736f;
 
   // The descriptors of k-step 0; a k-step only adds to the start address (gmma::advance).
-  const uint64_t desc_q = gmma::kmajor_sw128(smem_u32(sQ) + wg * 64 * 128);
-  const uint64_t desc_k0 = gmma::kmajor_sw128(smem_u32(sK));
-  const uint64_t desc_v0 = gmma::mnmajor_sw128(smem_u32(sV), kBc * 128);
+  const uint64_t desc_q = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
+  const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
+  const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
   // ---------------------------------------------------------------------------------------------
   // MAIN LOOP over the KV tiles

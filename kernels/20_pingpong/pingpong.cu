@@ -56,6 +56,7 @@
 #include "common/dtype.cuh"
 #include "common/ptx/gmma_desc.cuh"
 #include "common/ptx/math.cuh"
+#include "common/ptx/smem.cuh"
 #include "common/ptx/mbarrier.cuh"
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/setmaxnreg.cuh"
@@ -85,10 +86,6 @@ constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
 constexpr int kSmemBytes = tile_bytes(kBr) + 2 * kStages * tile_bytes(kBc) + 1024;  // + alignment
 static_assert(kBc % 16 == 0 && kBc <= 256, "S = Q·Kᵀ is one wgmma of N = kBc");
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // Issues the two boxes of a kRows x 128 tile (columns 0-63 into the first block, 64-127 into the
 // second, kRows x 128 bytes further), completing on `bar`, which the caller has armed with the
 // bytes of everything it issues for that phase. Called by one thread.
@@ -97,7 +94,7 @@ __device__ __forceinline__ void load_tile(uint8_t* sTile, const CUtensorMap* map
                                           int row, int head, int batch) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    ptx::tma::load_4d(smem_u32(sTile) + half * kRows * 128, map, bar, 64 * half, row, head,
+    ptx::tma::load_4d(ptx::smem_addr(sTile) + half * kRows * 128, map, bar, 64 * half, row, head,
                       batch);
   }
 }
@@ -147,16 +144,16 @@ __device__ __forceinline__ void producer(const AttnParams& p, const CUtensorMap*
   const int cb = static_cast<int>(blockIdx.z), ch = static_cast<int>(blockIdx.y);
   const int ch_kv = static_cast<int>(blockIdx.y / (p.heads_q / p.heads_kv));
   const int64_t kv_tiles = p.seqlen_k / kBc;
-  ptx::mbarrier::arrive_expect_tx(smem_u32(q_full), tile_bytes(kBr));
-  load_tile<kBr>(sQ, tmQ, smem_u32(q_full), static_cast<int>(blockIdx.x) * kBr, ch, cb);
+  ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(q_full), tile_bytes(kBr));
+  load_tile<kBr>(sQ, tmQ, ptx::smem_addr(q_full), static_cast<int>(blockIdx.x) * kBr, ch, cb);
   for (int64_t j = 0; j < kv_tiles; ++j) {
     const int stage = static_cast<int>(j % kStages);
     const int64_t use = j / kStages;
     // The consumers released this stage's previous tile (j - S): its (use - 1)-th phase.
     if (use > 0) {
-      ptx::mbarrier::wait(smem_u32(&empty[stage]), static_cast<uint32_t>((use - 1) % 2));
+      ptx::mbarrier::wait(ptx::smem_addr(&empty[stage]), static_cast<uint32_t>((use - 1) % 2));
     }
-    const uint32_t bar = smem_u32(&full[stage]);
+    const uint32_t bar = ptx::smem_addr(&full[stage]);
     const int row = static_cast<int>(j * kBc);
     ptx::mbarrier::arrive_expect_tx(bar, 2 * tile_bytes(kBc));
     load_tile<kBc>(sK + stage * tile_bytes(kBc), tmK, bar, row, ch_kv, cb);
@@ -197,9 +194,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, int wg, const uint
   uint32_t rP[kBc / 16][4];     // P_{j-1} packed: the A operand of the next step's P·V
 
   // The descriptors of k-step 0; a k-step only adds to the start address (gmma::advance).
-  const uint64_t desc_q = gmma::kmajor_sw128(smem_u32(sQ) + wg * 64 * 128);
-  const uint64_t desc_k0 = gmma::kmajor_sw128(smem_u32(sK));
-  const uint64_t desc_v0 = gmma::mnmajor_sw128(smem_u32(sV), kBc * 128);
+  const uint64_t desc_q = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
+  const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
+  const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
   // S = Q_g · K_jᵀ out of `stage`: 8 k-steps of 16 dims, accumulate off on the first.
   auto issue_s = [&](int stage) {
@@ -233,11 +230,11 @@ __device__ __forceinline__ void consumer(const AttnParams& p, int wg, const uint
   };
   // Tile j is the (j / S)-th use of its stage: wait for the phase of that parity.
   auto wait_full = [&](int64_t j) {
-    ptx::mbarrier::wait(smem_u32(&full[j % kStages]), static_cast<uint32_t>((j / kStages) % 2));
+    ptx::mbarrier::wait(ptx::smem_addr(&full[j % kStages]), static_cast<uint32_t>((j / kStages) % 2));
   };
   // The batch that read tile j's stage last is complete: one thread tells the producer.
   auto release = [&](int64_t j) {
-    if (threadIdx.x % 128 == 0) ptx::mbarrier::arrive(smem_u32(&empty[j % kStages]));
+    if (threadIdx.x % 128 == 0) ptx::mbarrier::arrive(ptx::smem_addr(&empty[j % kStages]));
   };
   auto finish_batch = [&] {
     ptx::wgmma::commit_group();
@@ -246,7 +243,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, int wg, const uint
     ptx::wgmma::fence_operands(rO);
   };
 
-  ptx::mbarrier::wait(smem_u32(q_full), 0);  // Q's one and only phase
+  ptx::mbarrier::wait(ptx::smem_addr(q_full), 0);  // Q's one and only phase
   if (wg == 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);  // consumer 0 goes first
 
   // ---------------------------------------------------------------------------------------------
@@ -325,7 +322,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                      const __grid_constant__ CUtensorMap tmV) {
   extern __shared__ uint8_t smem_raw[];
   // The 128-byte swizzle repeats every 1024 bytes and the descriptors assume it starts there.
-  uint8_t* smem = smem_raw + ((1024 - smem_u32(smem_raw) % 1024) % 1024);
+  uint8_t* smem = smem_raw + ((1024 - ptx::smem_addr(smem_raw) % 1024) % 1024);
   uint8_t* sQ = smem;                            // [kBr][128]
   uint8_t* sK = sQ + tile_bytes(kBr);            // [kStages][kBc][128]
   uint8_t* sV = sK + kStages * tile_bytes(kBc);  // [kStages][kBc][128]
@@ -335,10 +332,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::tma::prefetch_map(&tmQ);
     ptx::tma::prefetch_map(&tmK);
     ptx::tma::prefetch_map(&tmV);
-    ptx::mbarrier::init(smem_u32(&q_full), 1);
+    ptx::mbarrier::init(ptx::smem_addr(&q_full), 1);
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbarrier::init(smem_u32(&full[s]), 1);            // the producer's expect_tx
-      ptx::mbarrier::init(smem_u32(&empty[s]), kConsumers);  // one thread per consumer
+      ptx::mbarrier::init(ptx::smem_addr(&full[s]), 1);            // the producer's expect_tx
+      ptx::mbarrier::init(ptx::smem_addr(&empty[s]), kConsumers);  // one thread per consumer
     }
     ptx::mbarrier::fence_init();
   }
