@@ -2,6 +2,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "common/cuda_check.h"
 
 namespace fl {
@@ -38,7 +40,9 @@ std::string tma_rules(const char* tensor, const Strides& s, int64_t rows) {
       s.batch * kElem >= kMaxStride) {
     return t + "'s strides must be below 2^40 bytes (a TMA rule)";
   }
-  if (rows >= (int64_t{1} << 32)) return t + "'s length must be below 2^32 (a TMA rule)";
+  // The kernels give TMA its box coordinates as 32-bit signed integers (the PTX operands are
+  // .s32), which also keeps the dimension below TMA's own limit of 2^32.
+  if (rows > INT32_MAX) return t + "'s length must be below 2^31 (TMA coordinates are 32-bit)";
   return "";
 }
 

@@ -28,8 +28,9 @@ namespace fl {
 
 // The rules TMA puts on one tensor of the problem beyond check_common, which already asks for a
 // 16-byte aligned base and strides that are multiples of 16 bytes (TMA's own rules too): every
-// stride below 2^40 bytes, the length N below 2^32. "" when they hold, else the broken rule
-// naming the tensor ("K's strides ...").
+// stride below 2^40 bytes, and the length N below 2^31, since the kernels pass box coordinates
+// as 32-bit signed integers. "" when they hold, else the broken rule naming the tensor ("K's
+// strides ...").
 std::string tma_rules(const char* tensor, const Strides& s, int64_t rows);
 
 // Builds the 4-D map described above for a tensor of B x H x N x d 16-bit elements at `base`.

@@ -169,3 +169,25 @@ TEST(Registry, BestRefusesWithEveryKernelsReason) {
 }
 
 }  // namespace
+
+namespace {
+
+// The TMA rungs (18 and up) pass box coordinates to cp.async.bulk.tensor as 32-bit integers:
+// a length of 2^31 (a multiple of every tile) must be refused by that rule, not wrap around.
+TEST(Registry, TmaRungsRefuseLengthsPastTheir32BitCoordinates) {
+  fl::AttnParams p = fl::make_params(fl::DType::f16, 1, 1, int64_t{1} << 31, int64_t{1} << 31, 128);
+  p.q = p.k = p.v = reinterpret_cast<void*>(0x1000);
+  p.o = reinterpret_cast<void*>(0x2000);
+  int checked = 0;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number < 18) continue;
+    const std::string why = fl::why_unsupported(*k, p);
+    EXPECT_NE(why.find("length must be below 2^31 (TMA coordinates are 32-bit)"),
+              std::string::npos)
+        << k->name() << ": " << why;
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no TMA rung (18+) in this build";
+}
+
+}  // namespace

@@ -391,9 +391,6 @@ std::string supports(const AttnParams& p) {
            std::to_string(p.seqlen_k) + ")";
   }
   if (p.heads_q > 65535 || p.batch > 65535) return "H_q and B must be <= 65535 (grid limits)";
-  if (p.seqlen_q > INT_MAX || p.seqlen_k > INT_MAX || p.heads_q > INT_MAX) {
-    return "N and H must be below 2^31 (TMA coordinates are 32-bit)";
-  }
   std::string why = tma_rules("Q", p.q_stride, p.seqlen_q);
   if (why.empty()) why = tma_rules("K", p.k_stride, p.seqlen_k);
   if (why.empty()) why = tma_rules("V", p.v_stride, p.seqlen_k);
