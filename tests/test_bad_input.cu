@@ -110,10 +110,11 @@ fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128) {
 }
 
 // The head dims kernel k claims (docs/contract.md): any multiple of 8 for the cuBLAS baseline,
-// 64 and 128 for rungs 01-15, and 256 as well for rung 16.
+// 64 and 128 for rungs 01-15, 128 alone for rungs 17-22, and 64, 128 and 256 for the final rung
+// of each track, 16 and 23.
 bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
   if (k.number == 0) return d % 8 == 0;
-  if (k.number == 16) return d == 64 || d == 128 || d == 256;
+  if (k.number == 16 || k.number == 23) return d == 64 || d == 128 || d == 256;
   if (k.number >= 17 && k.number <= 22) return d == 128;  // the Hopper rungs before the final one
   return d == 64 || d == 128;
 }

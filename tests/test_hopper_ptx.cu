@@ -8,7 +8,9 @@
 //   4. one TMA box into a 128-byte-swizzled tile, checked element by element against the global
 //      tensor through the swizzle formula, inside the tensor and at its edge (zero fill);
 //   5. an mbarrier ring of 2 stages driven through 40 TMA loads (full/empty barriers, parity
-//      waits): a consumer that read a stage early would copy the tile of two loads before.
+//      waits): a consumer that read a stage early would copy the tile of two loads before;
+//   6. the way out: a warpgroup's accumulator-layout fragment through stmatrix into a swizzled
+//      tile, then one TMA store of the box, inside the tensor and clipped at its end.
 // Every comparison is exact: small integers are exact in fp16, bf16 and fp32 sums; TMA moves bits.
 // GPU tests need compute capability 9.0 (this binary holds sm_90a code only) and skip otherwise.
 //
@@ -33,6 +35,7 @@
 #include "common/ptx/gmma_desc.cuh"
 #include "common/ptx/mbarrier.cuh"
 #include "common/ptx/smem.cuh"
+#include "common/ptx/stmatrix.cuh"
 #include "common/ptx/tma.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "common/tensor_map.h"
@@ -501,6 +504,81 @@ TEST(MbarrierRing, FortyLoadsThroughTwoStagesArriveInOrder) {
     } else {
       EXPECT_EQ(got, first) << "run " << run << " differs bitwise from run 0";
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. stmatrix into a swizzled tile, then a TMA store
+// ---------------------------------------------------------------------------------------------
+
+// Element (r, c) of the test's 64 x 64 box: distinct 16-bit bits, never 0.
+__host__ __device__ uint16_t box_value(int r, int c) {
+  return static_cast<uint16_t>(0x1000 + r * 64 + c);
+}
+
+// 128 threads hold the box in the wgmma accumulator layout (warp w rows 16w.., lane l rows l / 4
+// and l / 4 + 8, columns 8b + 2 (l % 4) + {0, 1}), as 16-bit pairs; stmatrix writes it into the
+// 128-byte swizzle (row r, 16-byte chunk c at chunk c ^ (r % 8)); one thread stores the box.
+__global__ void stmatrix_store_kernel(const __grid_constant__ CUtensorMap map, int c1, int c2,
+                                      int c3) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* tile = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row = 16 * warp + lane / 4, col = 2 * (lane % 4);
+  auto pair = [](int r, int c) {
+    return static_cast<uint32_t>(box_value(r, c)) | (static_cast<uint32_t>(box_value(r, c + 1)) << 16);
+  };
+  // Two 8-column blocks per stmatrix.x4: matrices (rows 0-7, block b), (rows 8-15, b),
+  // (rows 0-7, b + 1), (rows 8-15, b + 1); lane l addresses row l % 8 of matrix l / 8.
+  for (int b = 0; b < 8; b += 2) {
+    const int m = lane / 8;
+    const int r = 16 * warp + (m % 2) * 8 + lane % 8, chunk = b + m / 2;
+    const uint32_t addr = fl::ptx::smem_addr(tile) + r * 128 + ((chunk ^ (r % 8)) * 16);
+    fl::ptx::stmatrix_x4(addr, pair(row, 8 * b + col), pair(row + 8, 8 * b + col),
+                         pair(row, 8 * b + 8 + col), pair(row + 8, 8 * b + 8 + col));
+  }
+  fl::ptx::fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    fl::ptx::tma::store_4d(fl::ptx::smem_addr(tile), &map, 64, c1, c2, c3);
+    fl::ptx::tma::commit_group();
+    fl::ptx::tma::wait_group<0>();
+  }
+}
+
+TEST(TmaStore, StmatrixTileLandsAtItsBoxAndIsClippedAtTheEnd) {
+  REQUIRE_HOPPER();
+  constexpr int B = 2, H = 2, N = 100, D = 128;  // BHND; the box: columns 64-127
+  fl::Strides s;
+  s.row = D;
+  s.head = static_cast<int64_t>(N) * D;
+  s.batch = static_cast<int64_t>(H) * N * D;
+  const size_t elems = static_cast<size_t>(B) * H * N * D;
+  fl::DeviceBuffer g(elems * 2);
+  const CUtensorMap map = fl::make_tensor_map_4d(g.get(), D, N, H, B, s, 64);
+  // A box inside the tensor (rows 8-71), then one whose rows 64-127 run past N = 100.
+  for (const int row0 : {8, 64}) {
+    const int head = 1, batch = 1;
+    FL_CUDA_CHECK(cudaMemset(g.get(), 0, g.bytes()));
+    stmatrix_store_kernel<<<1, 128, 64 * 128 + 1024>>>(map, row0, head, batch);
+    FL_CHECK_LAUNCH();
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<uint16_t> host(elems);
+    FL_CUDA_CHECK(cudaMemcpy(host.data(), g.get(), g.bytes(), cudaMemcpyDeviceToHost));
+    size_t wrong = 0;
+    for (int bb = 0; bb < B; ++bb)
+      for (int hh = 0; hh < H; ++hh)
+        for (int n = 0; n < N; ++n)
+          for (int c = 0; c < D; ++c) {
+            const bool in_box = bb == batch && hh == head && c >= 64 && n >= row0 && n < row0 + 64;
+            const uint16_t want = in_box ? box_value(n - row0, c - 64) : 0;
+            const uint16_t got = host[((static_cast<size_t>(bb) * H + hh) * N + n) * D + c];
+            if (got != want && ++wrong <= 5) {
+              ADD_FAILURE() << "box row0 " << row0 << ": (b " << bb << ", h " << hh << ", n " << n
+                            << ", c " << c << ") is " << got << ", expected " << want;
+            }
+          }
+    EXPECT_EQ(wrong, 0u) << "box at row " << row0;
   }
 }
 

@@ -10,6 +10,17 @@
 //   load_4d(dst, map, bar, c0, c1, c2, c3)   box at coordinates (c0 innermost .. c3), in elements
 // The box's byte count (zero-filled bytes included) must be announced on the barrier with
 // arrive_expect_tx before (or in the same phase as) the copy, or the phase never completes.
+//
+// The other direction, shared -> global, is a bulk async-group, not an mbarrier:
+//   store_4d(src, map, c0, c1, c2, c3)   writes the box at those coordinates from shared memory;
+//                                        what lies outside the tensor is not written (clipped)
+//   commit_group()                       closes a group of the thread's stores
+//   wait_group_read<N>()                 until at most N groups still read shared memory: the
+//                                        source may be overwritten
+//   wait_group<N>()                      until at most N groups are incomplete (written)
+// The source was written by ordinary stores (st.shared, stmatrix): the writers make them visible
+// to the async proxy (fence.proxy.async.shared::cta, common/ptx/fence_proxy.cuh), then a barrier,
+// then one thread issues the store.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +41,30 @@ __device__ __forceinline__ void load_4d(uint32_t dst, const void* map, uint32_t 
 // Brings the tensor map itself into the cache ahead of the first copy that uses it.
 __device__ __forceinline__ void prefetch_map(const void* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// cp.async.bulk.tensor.4d shared -> global, completion tracked by the thread's bulk groups.
+__device__ __forceinline__ void store_4d(uint32_t src, const void* map, int c0, int c1, int c2,
+                                         int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+__device__ __forceinline__ void commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 }  // namespace fl::ptx::tma
