@@ -82,23 +82,28 @@ namespace gmma = ptx::gmma;
 // P (16) fit beside it in 240, S of 128 keys would not.
 template <int kHeadDim>
 struct Config {
-  static constexpr int kBr = 128;
+  // d = 64: three consumers (Br = 192): the GEMMs of a tile are half those of d = 128 while its
+  // softmax is the same, so a third warpgroup's GEMMs are needed to keep the tensor cores busy
+  // while two are in their softmax. A consumer's O, S and P (32 + 64 + 32 registers) fit in 160.
+  static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
+  static constexpr int kBr = 64 * kConsumers;
   static constexpr int kBc = kHeadDim == 256 ? 64 : 128;
   static constexpr int kStages = 2;
   static constexpr bool kOInQ = kHeadDim == 256;  // O staged in sQ (see the banner)
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
+  static constexpr int kProducerRegs = 24;                 // setmaxnreg targets
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "registers");
   static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
   static constexpr int kSmemBytes =
       tile_bytes(kBr) * (kOInQ ? 1 : 2) + 2 * kStages * tile_bytes(kBc) + 1024;
 };
 
-constexpr int kConsumers = 2;
-constexpr int kThreads = 128 * (1 + kConsumers);  // 384: the producer warpgroup first
-constexpr int kProducerRegs = 24;                 // setmaxnreg targets: 128 x 24 + 256 x 240
-constexpr int kConsumerRegs = 240;                //   = 64512 <= 65536 registers of the SM
-static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "register file");
-constexpr uint32_t kTurn = 1;  // named barriers kTurn, kTurn + 1: the consumers' turns
-constexpr uint32_t kOwn = 3;   // named barriers kOwn + c: consumer c's 128 threads
-constexpr int kBr = 128;
+// Named barriers: kTurn + c is consumer c's turn (taken with bar.sync by c, handed over with
+// bar.arrive by consumer c - 1, cyclically: 256 threads each); kOwn + c is consumer c's own 128
+// threads.
+constexpr uint32_t kTurn = 1;
+constexpr uint32_t kOwn = 4;
 
 // The problem's lengths, as the kernel uses them (int: Nq, Nk <= 2^30, supports()).
 struct Schedule {
@@ -118,7 +123,7 @@ struct Work {
 // The items in order: head after head (b H_q + h), and within a head its query tiles from the
 // last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 22's
 // order), and a causal head's longest items come first.
-template <int kBc>
+template <int kBr, int kBc>
 __device__ __forceinline__ Work work_of(int t, const Schedule& s, int heads_q) {
   const int q_tile = s.q_tiles - 1 - t % s.q_tiles;
   const int bh = t / s.q_tiles;
@@ -222,13 +227,13 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
   for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
     const int t = item_of(round, sched);
     if (t < 0) continue;
-    const Work w = work_of<C::kBc>(t, sched, static_cast<int>(p.heads_q));
+    const Work w = work_of<C::kBr, C::kBc>(t, sched, static_cast<int>(p.heads_q));
     if (w.n == 0) continue;  // written by the consumers alone
     const int head_kv = w.head / group_size;
     if (q_use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.q_empty), parity(q_use - 1));
     ++q_use;
-    ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full), C::tile_bytes(kBr));
-    load_tile<kHeadDim, kBr>(sQ, tmQ, ptx::smem_addr(&bar.q_full), w.q0, w.head, w.batch);
+    ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full), C::tile_bytes(C::kBr));
+    load_tile<kHeadDim, C::kBr>(sQ, tmQ, ptx::smem_addr(&bar.q_full), w.q0, w.head, w.batch);
     for (int j = w.n - 1; j >= 0; --j, ++k) {
       const int stage = static_cast<int>(k % C::kStages);
       const uint32_t use = k / C::kStages;
@@ -257,8 +262,10 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   const int lane = threadIdx.x % 32;
   const int group = lane / 4, quad = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
-  const uint32_t my_turn = kTurn + wg, other_turn = kTurn + (1 - wg);
-  constexpr uint32_t kTurnThreads = 128 * kConsumers;
+  constexpr int kConsumers = C::kConsumers;
+  constexpr int kBr = C::kBr;
+  const uint32_t my_turn = kTurn + wg, other_turn = kTurn + (wg + 1) % kConsumers;
+  constexpr uint32_t kTurnThreads = 256;  // the consumer that hands over and the one that takes
   const float scale_log2 = p.softmax_scale * 1.44269504088896340736f;
   const int diag = sched.seqlen_k - sched.seqlen_q;
 
@@ -339,13 +346,14 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
   };
 
-  if (wg == 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);  // consumer 0 goes first
+  // Consumer 0 goes first: the last consumer hands it its first turn.
+  if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
 
   uint32_t k = 0, q_use = 0;
   for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
     const int t = item_of(round, sched);
     if (t < 0) continue;
-    const Work w = work_of<kBc>(t, sched, static_cast<int>(p.heads_q));
+    const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
     const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
     if (w.n == 0) {
       // No row of the item sees a key: O = 0, LSE = -inf, stored directly (no load was issued).
@@ -499,13 +507,13 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       }
     }
   }
-  // Consumer 1 handed consumer 0 a turn after its last step: consumer 0 takes it.
+  // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
   if (wg == 0) ptx::named_barrier_sync(my_turn, kTurnThreads);
   if (leader) ptx::tma::wait_group<0>();
 }
 
 template <typename T, int kHeadDim>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
     attention_kernel(const AttnParams p, const Schedule sched,
                      const __grid_constant__ CUtensorMap tmQ,
                      const __grid_constant__ CUtensorMap tmK,
@@ -515,8 +523,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - ptx::smem_addr(smem_raw) % 1024) % 1024);
   uint8_t* sQ = smem;
-  uint8_t* sO = C::kOInQ ? sQ : sQ + C::tile_bytes(kBr);
-  uint8_t* sK = (C::kOInQ ? sQ : sO) + C::tile_bytes(kBr);
+  uint8_t* sO = C::kOInQ ? sQ : sQ + C::tile_bytes(C::kBr);
+  uint8_t* sK = (C::kOInQ ? sQ : sO) + C::tile_bytes(C::kBr);
   uint8_t* sV = sK + C::kStages * C::tile_bytes(C::kBc);
   __shared__ alignas(8) Barriers bar;
 
@@ -526,12 +534,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::tma::prefetch_map(&tmV);
     ptx::tma::prefetch_map(&tmO);
     ptx::mbarrier::init(ptx::smem_addr(&bar.q_full), 1);
-    ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty), kConsumers);
+    ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty), C::kConsumers);
     for (int s = 0; s < C::kStages; ++s) {
       ptx::mbarrier::init(ptx::smem_addr(&bar.k_full[s]), 1);
-      ptx::mbarrier::init(ptx::smem_addr(&bar.k_empty[s]), kConsumers);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.k_empty[s]), C::kConsumers);
       ptx::mbarrier::init(ptx::smem_addr(&bar.v_full[s]), 1);
-      ptx::mbarrier::init(ptx::smem_addr(&bar.v_empty[s]), kConsumers);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.v_empty[s]), C::kConsumers);
     }
     ptx::mbarrier::fence_init();
   }
@@ -539,10 +547,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
-    ptx::setmaxnreg_dec<kProducerRegs>();
+    ptx::setmaxnreg_dec<C::kProducerRegs>();
     if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, sQ, sK, sV, bar);
   } else {
-    ptx::setmaxnreg_inc<kConsumerRegs>();
+    ptx::setmaxnreg_inc<C::kConsumerRegs>();
     consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, sQ, sK, sV, sO, bar);
   }
 }
@@ -572,14 +580,19 @@ std::string supports(const AttnParams& p) {
     return "Nq and Nk must be <= 2^30 (got Nq = " + std::to_string(p.seqlen_q) +
            ", Nk = " + std::to_string(p.seqlen_k) + ")";
   }
-  const int64_t q_tiles = (p.seqlen_q + kBr - 1) / kBr;
+  const int64_t br = p.head_dim == 64 ? Config<64>::kBr : 128;
+  const int64_t q_tiles = (p.seqlen_q + br - 1) / br;
   if (q_tiles > INT_MAX / p.heads_q / p.batch) {
     return "ceil(Nq / 128) x H_q x B work items must be <= 2^31 - 1";
   }
   return "";
 }
 
-TileShape tile(const AttnParams& p) { return {kBr, p.head_dim == 256 ? 64 : 128}; }
+TileShape tile(const AttnParams& p) {
+  if (p.head_dim == 64) return {Config<64>::kBr, Config<64>::kBc};
+  if (p.head_dim == 256) return {Config<256>::kBr, Config<256>::kBc};
+  return {Config<128>::kBr, Config<128>::kBc};
+}
 
 void launch(const AttnParams& p, cudaStream_t stream) {
   dispatch_dtype(p.dtype, [&](auto tag) {
@@ -591,7 +604,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          C::kSmemBytes));
       Schedule sched;
-      sched.q_tiles = static_cast<int>((p.seqlen_q + kBr - 1) / kBr);
+      sched.q_tiles = static_cast<int>((p.seqlen_q + C::kBr - 1) / C::kBr);
       sched.count = static_cast<int>(sched.q_tiles * p.heads_q * p.batch);
       sched.seqlen_q = static_cast<int>(p.seqlen_q);
       sched.seqlen_k = static_cast<int>(p.seqlen_k);
@@ -601,7 +614,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
       const unsigned blocks = static_cast<unsigned>(sms < sched.count ? sms : sched.count);
       const CUtensorMap tmQ = make_tensor_map_4d(p.q, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
-                                                 p.q_stride, kBr);
+                                                 p.q_stride, C::kBr);
       const CUtensorMap tmK = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
                                                  p.k_stride, C::kBc);
       const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
@@ -609,7 +622,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.o_stride, 64);
       attention_kernel<T, kHeadDim>
-          <<<blocks, kThreads, C::kSmemBytes, stream>>>(p, sched, tmQ, tmK, tmV, tmO);
+          <<<blocks, C::kThreads, C::kSmemBytes, stream>>>(p, sched, tmQ, tmK, tmV, tmO);
     });
   });
 }
