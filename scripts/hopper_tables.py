@@ -2,8 +2,10 @@
 """Tables of the Hopper track (rungs 17+) against rung 16, FlashAttention-2 and cuDNN.
 
 Inputs, all under docs/results/:
-  * the JSON of scripts/compare_sdpa.py holding rung 16, the Hopper rungs and PyTorch SDPA's
+  * the JSON of scripts/compare_sdpa.py holding rung 16, rungs 17-21 and PyTorch SDPA's
     backends timed in one process per series (--sdpa; fp16 and bf16, d = 128);
+  * the JSON of the final Hopper rungs (--final): rungs 16, 19-23 and the SDPA backends, fp16,
+    d = 64, 128 and 256, causal and not, one process per series;
   * Google Benchmark JSON of the C++ sweep (build/ladder_bench; --bench);
   * Google Benchmark JSON of bench/bench_wgmma_ceiling.cu (--ceiling): wgmma m64n128k16 issued
     back to back from shared memory, the instruction shape of the rungs' GEMMs.
@@ -11,9 +13,11 @@ Inputs, all under docs/results/:
 Writes, between markers:
   * README.md, <!-- BEGIN hopper-table --> ... <!-- END hopper-table -->: TFLOP/s of rungs 16+
     and the peers per N, each cell with its ratio to cuDNN (fp16), and the bf16/fp16 ratios;
+  * README.md, <!-- BEGIN final-table --> ...: the final rung (23) in every series of --final,
+    with its ratios to cuDNN and FlashAttention-2; the same block on page 23 (final-series);
   * docs/kernels/NN_*.md for NN >= 17, <!-- BEGIN hopper-results --> ... <!-- END ... -->: the
     rung's TFLOP/s, its ratio to the rung before, to FlashAttention-2 and to cuDNN, its fraction
-    of the wgmma ceiling, and the C++ sweep.
+    of the wgmma ceiling, and the C++ sweep (rungs 17-21 from --sdpa, 22+ from --final).
 
     python3 scripts/hopper_tables.py            # rewrites the blocks in place
     python3 scripts/hopper_tables.py --check    # exit 1 if a block is out of date
@@ -30,11 +34,11 @@ FIRST_HOPPER = 17
 PEERS = [("sdpa_flash", "FlashAttention-2 (SDPA flash)"), ("sdpa_cudnn", "cuDNN fused (SDPA cudnn)")]
 
 
-def load_sdpa(path):
+def load_sdpa(path, d=128, causal=False):
     data = json.load(open(path))
     table = {}  # (dtype, impl) -> {N: tflops}
     for r in data["rows"]:
-        if r.get("d") != 128 or r.get("causal"):
+        if r.get("d") != d or bool(r.get("causal")) != causal:
             continue
         table.setdefault((r["dtype"], r["impl"]), {})[int(r["N"])] = r["tflops"]
     return data, table
@@ -66,13 +70,22 @@ def pct(a, b):
     return f"{100.0 * a / b:.0f}%"
 
 
+_ORIGINAL = {}  # path -> the text on disk; _CURRENT: the text with the blocks replaced so far
+_CURRENT = {}
+
+
 def replace_block(path, marker, body):
-    text = open(path).read()
+    """Replaces one block of `path` (in memory: a page may hold several blocks). Returns the
+    file's text on disk, its text with every block so far, and nothing is written here."""
+    if path not in _CURRENT:
+        _ORIGINAL[path] = _CURRENT[path] = open(path).read()
+    text = _CURRENT[path]
     begin, end = f"<!-- BEGIN {marker} -->", f"<!-- END {marker} -->"
     if begin not in text or end not in text:
         raise SystemExit(f"{path}: no {begin} ... {end} block")
     new = text[: text.index(begin) + len(begin)] + "\n" + body.rstrip() + "\n" + text[text.index(end):]
-    return text, new
+    _CURRENT[path] = new
+    return _ORIGINAL[path], new
 
 
 def impls(table, dtype):
@@ -148,10 +161,44 @@ def page_block(meta, table, bench, ceiling, impl, prev, ns, src, bench_src, ceil
     return "\n".join(lines)
 
 
+FINAL = "23_final_hopper"
+
+
+def final_block(path, src):
+    """The final rung in every series of `path`: TFLOP/s, and its ratios to cuDNN and FA2."""
+    meta = json.load(open(path))
+    lines = [f"{meta['gpu']}, fp16, H = 16, the sweep's B (16 up to N = 4096, then halved with "
+             f"each doubling); TFLOP/s of rung 23 (ratio to cuDNN / to FlashAttention-2, PyTorch "
+             f"SDPA's cudnn and flash backends timed in the same process). torch {meta['torch']}. "
+             f"Source: `{src}` (`scripts/compare_sdpa.py`; table: `scripts/hopper_tables.py`).", ""]
+    series = [(d, c) for d in (64, 128, 256) for c in (False, True)]
+    ns = sorted({int(r["N"]) for r in meta["rows"]})
+    lines.append("| d | mask | " + " | ".join(f"N = {n}" for n in ns) + " |")
+    lines.append("|---|---|" + "---:|" * len(ns))
+    for d, causal in series:
+        _, table = load_sdpa(path, d, causal)
+        ours = table.get(("fp16", FINAL), {})
+        cudnn = table.get(("fp16", "sdpa_cudnn"), {})
+        flash = table.get(("fp16", "sdpa_flash"), {})
+        if not ours:
+            continue
+        cells = []
+        for n in ns:
+            if n not in ours:
+                cells.append("–")
+                continue
+            c = f"{ours[n] / cudnn[n]:.2f}" if n in cudnn else "–"
+            f = f"{ours[n] / flash[n]:.2f}" if n in flash else "–"
+            cells.append(f"{fmt(ours[n])} ({c} / {f})")
+        lines.append(f"| {d} | {'causal' if causal else 'none'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sdpa", default=os.path.join(RESULTS, "h100_hopper_sdpa.json"))
+    ap.add_argument("--final", default=os.path.join(RESULTS, "h100_final_hopper_sdpa.json"))
     ap.add_argument("--bench", default=os.path.join(RESULTS, "h100_hopper_bench.json"))
     ap.add_argument("--ceiling", default=os.path.join(RESULTS, "h100_wgmma_ceiling.json"))
     ap.add_argument("--check", action="store_true", help="only check that the blocks are current")
@@ -162,15 +209,32 @@ def main():
     ns = sorted({n for (t, i), row in table.items() if t == "fp16" for n in row})
     updates = [replace_block(os.path.join(REPO, "README.md"), "hopper-table",
                              readme_block(meta, table, ns, rel(args.sdpa))) + ("README.md",)]
-    rungs = impls(table, "fp16")
-    for prev, impl in zip(rungs, rungs[1:]):
-        if int(impl[:2]) < FIRST_HOPPER:
-            continue
-        page = os.path.join(REPO, "docs", "kernels", impl + ".md")
-        if os.path.exists(page):
-            updates.append(replace_block(page, "hopper-results", page_block(
-                meta, table, bench, ceiling, impl, prev, ns, rel(args.sdpa), rel(args.bench),
-                rel(args.ceiling))) + (rel(page),))
+    final_meta, final_table = load_sdpa(args.final)
+    final_ns = sorted({n for (t, i), row in final_table.items() if t == "fp16" for n in row})
+    block = final_block(args.final, rel(args.final))
+    updates.append(replace_block(os.path.join(REPO, "README.md"), "final-table", block)
+                   + ("README.md",))
+    # Rungs 17-21 from --sdpa, 22 and up from --final (each against the rung before in its file).
+    for src, m, t, n_list, lo, hi in ((args.sdpa, meta, table, ns, FIRST_HOPPER, 21),
+                                      (args.final, final_meta, final_table, final_ns, 22, 99)):
+        rungs = impls(t, "fp16")
+        for prev, impl in zip(rungs, rungs[1:]):
+            if not lo <= int(impl[:2]) <= hi:
+                continue
+            page = os.path.join(REPO, "docs", "kernels", impl + ".md")
+            if os.path.exists(page):
+                updates.append(replace_block(page, "hopper-results", page_block(
+                    m, t, bench, ceiling, impl, prev, n_list, rel(src), rel(args.bench),
+                    rel(args.ceiling))) + (rel(page),))
+    page23 = os.path.join(REPO, "docs", "kernels", FINAL + ".md")
+    if os.path.exists(page23):
+        updates.append(replace_block(page23, "final-series", block) + (rel(page23),))
+    # One entry per file, with all its blocks.
+    final = {}
+    for _, _, name in updates:
+        path = os.path.join(REPO, name)
+        final[name] = (_ORIGINAL[path], _CURRENT[path], name)
+    updates = list(final.values())
     stale = [name for old, new, name in updates if old != new]
     if args.check:
         for name in stale:

@@ -7,6 +7,7 @@
 //   in a split tile that see no key; a single query row (Nq = 1); a NaN in a key that only a
 //   warp other than the slab's first computes, which must reach every row of the split tile
 //   through the merge.
+// Rung 23, the final Hopper rung, runs the same shapes and its own edges (Rung23PassesAtEveryEdge).
 // Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
 // written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
 #include <gtest/gtest.h>
@@ -140,6 +141,45 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
     }
   }
   EXPECT_EQ(ran, 2 * 3 * 6);
+}
+
+// Rung 23 (the final Hopper rung, same contract) on rung 16's edge shapes, and on its own: a last
+// query tile of 1 row and of Br - 1 rows, a last KV tile of 1 key, causal with Nk = Nq + 1 and
+// with Nq > Nk (rows and whole items that see no key), per d with its tile shape (tile()).
+TEST(ShortTiles, Rung23PassesAtEveryEdge) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k = fl::find_kernel("23");
+  if (k == nullptr) GTEST_SKIP() << "rung 23 is not in this build (FL_KERNELS, FL_HOPPER)";
+  fl::CublasHandle cublas;
+  int ran = 0;
+  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (int64_t d : {64, 128, 256}) {
+      fl::AttnParams probe = fl::make_params(t, 1, 1, 1, 1, d);
+      const fl::TileShape tile = k->tile(probe);
+      const int64_t br = tile.br, bc = tile.bc;
+      std::vector<Case> all = cases(t, d);
+      const std::string ty = std::string(fl::to_string(t)) + "_d" + std::to_string(d) + "_r23_";
+      all.push_back({ty + "last_q_tile_1_kv_tile_1", spec(t, d, br + 1, bc + 1, false)});
+      all.push_back({ty + "last_q_tile_br_minus_1", spec(t, d, 2 * br - 1, 2 * bc, false)});
+      all.push_back({ty + "causal_nk_nq_plus_1", spec(t, d, br + 1, br + 2, true)});
+      all.push_back({ty + "causal_items_see_no_key", spec(t, d, 2 * br + 5, 3, true)});
+      for (const Case& c : all) {
+        fl::Problem problem(c.spec);
+        const std::string why = fl::why_unsupported(*k, problem.params());
+        if (why.find("compute capability") != std::string::npos) {
+          GTEST_SKIP() << "rung 23 needs compute capability 9.0: " << why;
+        }
+        ASSERT_EQ(why, "") << c.name << ": rung 23 claims every length";
+        fl::Reference ref(problem, cublas);
+        const fl::Verdict v = fl::verify(*k, problem, ref);
+        EXPECT_TRUE(v.passed) << c.name << " (" << c.spec.describe() << "): " << v.why
+                              << " [max err " << v.out.max_abs_err << ", tolerance "
+                              << v.tolerance << "]";
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 2 * 3 * 10);
 }
 
 // A NaN in K at a key that only the last warp of a slab computes in the split tile (a key of its

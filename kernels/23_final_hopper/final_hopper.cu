@@ -2,37 +2,41 @@
 // Kernel 23 of 24 — final Hopper: rung 22 with the whole contract of rung 16
 // builds on: 22 (persistent)
 // changes:   1. head dims 64, 128 and 256, one instantiation each, with a tile shape per head dim
-//               (Config below): 128 x 128 for d = 64 and 128, 128 x 64 for d = 256, where O (128
-//               registers a thread) leaves room for a 64-key S only. A tile is d / 64 column
-//               blocks of the 128-byte swizzle, each its own TMA box and its own k-steps
+//               (Config below, chosen by measurement, docs/kernels/23_final_hopper.md): 192 x 128
+//               with three consumer warpgroups for d = 64, 128 x 128 for d = 128, 128 x 64 for
+//               d = 256, where O (128 registers a thread) leaves room for a 64-key S only. A tile
+//               is d / 64 column blocks of the 128-byte swizzle, each its own TMA box and k-steps
 //            2. any Nq, Nk >= 1: TMA fills the rows past a tensor's end with zeros (Q, K, V) and
 //               clips the rows past Nq off the store of O; the scores of keys past Nk are masked
 //               to -inf (P = 0 there), the LSE of rows past Nq not written
 //            3. causal, aligned bottom-right: an item visits only the KV tiles some row sees, last
 //               to first, so the tiles that cross the diagonal (or hold keys past Nk) are the first
-//               visits and the only masked ones; a row that sees no key gets O = 0, LSE = -inf; an
-//               item that sees none at all is written without a load or a GEMM
-//            4. the longest items first: causal items in decreasing query tile, so that the short
-//               ones fill the end of each block's list
+//               visits and the only masked ones, in a loop of their own; a row that sees no key
+//               gets O = 0, LSE = -inf; an item that sees none at all is written without a load
+//               or a GEMM
+//            4. the longest items first: a head's query tiles last to first (causal: longest to
+//               shortest), and a snake assignment of items to blocks (item_of), so that no block
+//               gets the long items of every head
 //            5. at d = 256 the O staging buffer is the consumer's own rows of sQ (the separate
 //               buffer does not fit: 64 + 64 + 2 x 2 x 32 KiB); Q is released after the store has
 //               read it, not after the last S
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
-//            multiple at most ~5% slower; causal at about twice the non-causal time per FLOP saved
+//            multiple at most ~5% slower; causal close to the non-causal TFLOP/s (half the FLOPs
+//            counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
 // doc:       docs/kernels/23_final_hopper.md
 // =================================================================================================
 //
-// Grid: min(#SMs, items) blocks, items = ceil(Nq / 128) x H_q x B; block: 384 threads = 3
-// warpgroups. Non-causal, item t is query tile t % Tq of head t / Tq = b H_q + h (Tq = ceil(Nq /
-// 128)); causal, it is query tile Tq - 1 - t / (H_q B) of head t % (H_q B): the tiles that see
-// the most keys first. Warpgroup 0 produces; consumer c = 0, 1 (warpgroup c + 1) owns rows
-// [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16).
+// Grid: min(#SMs, items) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers; block:
+// 128 x (1 + consumers) threads. Item t is query tile Tq - 1 - t % Tq of head t / Tq = b H_q + h
+// (Tq = ceil(Nq / Br)); block i takes the items of item_of. Warpgroup 0 produces; consumer c
+// (warpgroup c + 1) owns rows [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16).
+// The consumers take turns in a cycle (c hands over to c + 1, the last to 0).
 //
 // Lengths and masking (rung 16's rules). Query row i sees key k when k < Nk and, if causal,
-// k <= i + Nk - Nq. For the item's rows [q0, q1), q1 = min(q0 + 128, Nq), the keys any row sees
+// k <= i + Nk - Nq. For the item's rows [q0, q1), q1 = min(q0 + Br, Nq), the keys any row sees
 // end at kv_end = Nk, or min(Nk, q1 + Nk - Nq) when causal; the keys every row sees at kv_full =
 // Nk, or min(Nk, q0 + 1 + Nk - Nq). The item visits the n = ceil(kv_end / Bc) tiles (none when
 // kv_end <= 0), in the order j = n - 1, ..., 0; tiles j >= floor(kv_full / Bc) are masked, and
@@ -40,10 +44,10 @@
 // the others and never stored.
 //
 // Shared memory (dynamic, + 1 KiB to align); tiles are [d / 64][rows][64] in the 128-byte swizzle:
-//   sQ [128][d]              the item's queries                  (q_full, q_empty)
-//   sO [128][d]              the item's output on its way out    (d = 64, 128; at d = 256: sQ)
+//   sQ [Br][d]               the item's queries                  (q_full, q_empty)
+//   sO [Br][d]               the item's output on its way out    (d = 64, 128; at d = 256: sQ)
 //   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 22's rings)
-//   d = 64: 96 KiB; d = 128: 192 KiB; d = 256: 192 KiB.
+//   d = 64: 112 KiB; d = 128: 192 KiB; d = 256: 192 KiB.
 //
 // Schedule of consumer c for one item: rung 22's, with tile j = n - 1 - i at step i and the mask
 // applied to S between its wait and the softmax on the first n_masked steps.
