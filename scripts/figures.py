@@ -1522,6 +1522,53 @@ def fig_accumulator(out):
 
 
 # ------------------------------------------------------------------------------------------------
+def fig_item_assignment(out):
+    """Rung 23's assignment of work items to blocks (kernels/23_final_hopper: work_of, item_of),
+    computed for a causal call: each block's total KV tiles under rung 22's round robin and under
+    the snake. Arithmetic on the schedule, not a measurement."""
+    src = read("kernels/23_final_hopper/final_hopper.cu")
+    if "round % 2 == 0 ? i : g - 1 - i" not in src or "s.q_tiles - 1 - t % s.q_tiles" not in src:
+        fail("item_assignment: kernels/23_final_hopper/final_hopper.cu no longer has the snake "
+             "of item_of or the order of work_of this figure draws")
+    blocks, heads, n, br, bc = 132, 256, 4097, 128, 128
+    tq = -(-n // br)
+
+    def tiles(t):  # work_of, causal, Nq = Nk = n: the KV tiles of item t
+        q_tile = tq - 1 - t % tq
+        kv_end = min(n, min(q_tile * br + br, n))
+        return -(-kv_end // bc)
+
+    count = tq * heads
+    loads = {}
+    for name, snake in (("round robin (rung 22)", False), ("snake (rung 23's item_of)", True)):
+        load = [0] * blocks
+        r = 0
+        while r * blocks < count:
+            for i in range(blocks):
+                t = r * blocks + (blocks - 1 - i if snake and r % 2 else i)
+                if t < count:
+                    load[i] += tiles(t)
+            r += 1
+        loads[name] = load
+    fig, ax = plt.subplots(figsize=(10.5, 3.6))
+    colors = ("#d62728", "#1f77b4")
+    for (name, load), color in zip(loads.items(), colors):
+        ax.plot(range(blocks), load, label=f"{name}: max / mean {max(load) / (sum(load) / blocks):.2f}",
+                color=color, lw=1.6)
+    mean = sum(next(iter(loads.values()))) / blocks
+    ax.axhline(mean, color="#555555", lw=0.8, ls="--", label="mean")
+    ax.set_xlabel("block (one per SM)")
+    ax.set_ylabel("KV tiles visited")
+    ax.set_title(f"Causal, Nq = Nk = {n} ({tq} query tiles a head), B x H = {heads}, {blocks} blocks: "
+                 "the work each block gets", fontsize=9.5)
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
+    ax.set_xlim(0, blocks - 1)
+    fig.text(0.01, 0.01, "Computed from the kernel's work_of and item_of (tiles of 128 keys), not "
+             "measured. The kernel takes as long as its busiest block.", fontsize=7, color="#555555")
+    fig.subplots_adjust(left=0.08, right=0.99, top=0.9, bottom=0.2)
+    save(fig, out, "item_assignment.png")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "figures"))
@@ -1538,6 +1585,8 @@ def main():
         fig_descriptor(args.out)
     if not args.only or args.only in "wgmma_accumulator.png":
         fig_accumulator(args.out)
+    if not args.only or args.only in "item_assignment.png":
+        fig_item_assignment(args.out)
 
 
 if __name__ == "__main__":
