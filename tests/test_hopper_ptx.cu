@@ -5,6 +5,7 @@
 //      memory, K-major, as S = Q·Kᵀ), RS (A from registers, as P) with B K-major and with B
 //      MN-major through the transpose bit (as V); fp16 and bf16; the accumulator written out
 //      through the documented thread -> (row, column) map;
+//   3b. the same for fp8 e4m3 (m64nNk32, SS and RS, both operands K-major), for rung 24;
 //   4. one TMA box into a 128-byte-swizzled tile, checked element by element against the global
 //      tensor through the swizzle formula, inside the tensor and at its edge (zero fill);
 //   5. an mbarrier ring of 2 stages driven through 40 TMA loads (full/empty barriers, parity
@@ -20,6 +21,7 @@
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -355,6 +357,132 @@ TEST(Wgmma, RS_KMajorB_fp16) {
 TEST(Wgmma, RS_KMajorB_bf16) {
   REQUIRE_HOPPER();
   check_wgmma<__nv_bfloat16, 128, 64, Kind::kRSKMajorB>(17);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3b. fp8 e4m3: m64nNk32, both operands K-major (for rung 24)
+// ---------------------------------------------------------------------------------------------
+
+// e4m3 bits of x (exact for the small integers used here), by the CUDA host conversion.
+uint8_t e4m3_bits(float x) {
+  const __nv_fp8_e4m3 v(x);
+  uint8_t b;
+  std::memcpy(&b, &v, 1);
+  return b;
+}
+
+// Copies a row-major [rows][cols] byte matrix into 128-byte-swizzled 128-column blocks: byte
+// (r, c) of block c / 128 at r * 128 + ((c % 128 / 16) ^ (r % 8)) * 16 + c % 16.
+__device__ void fill_sw128_bytes(uint8_t* tile, const uint8_t* g, int rows, int cols) {
+  for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
+    const int r = i / cols, c = i % cols, cb = c % 128;
+    tile[(c / 128) * rows * 128 + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16] = g[i];
+  }
+}
+
+// D[64][N] = A[64][K] · B[N][K]ᵀ in e4m3: SS (A from shared memory) or RS (A from registers, in
+// the m16n8k32 8-bit A layout of common/ptx/wgmma.cuh). K bytes a row; k-step s (32 bytes) is
+// block s / 4, 32 (s % 4) bytes into its rows, exactly as a 16-bit k16 step.
+template <int N, int K, bool kRS>
+__global__ void wgmma_e4m3_kernel(const uint8_t* A, const uint8_t* B, float* D) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sA = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // [64][K]
+  uint8_t* sB = sA + 64 * K;                                                          // [N][K]
+  fill_sw128_bytes(sA, A, 64, K);
+  fill_sw128_bytes(sB, B, N, K);
+  fl::ptx::fence_proxy_async_shared();
+  __syncthreads();
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int row = 16 * warp + lane / 4, k0 = 4 * (lane % 4);
+  auto quad = [&](int r, int k) {  // bytes A[r][k .. k + 3], the lowest k in the lowest byte
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(A[r * K + k + i]) << (8 * i);
+    return v;
+  };
+  uint32_t a[K / 32][4];
+#pragma unroll
+  for (int s = 0; s < K / 32; ++s) {
+    a[s][0] = quad(row, 32 * s + k0);
+    a[s][1] = quad(row + 8, 32 * s + k0);
+    a[s][2] = quad(row, 32 * s + 16 + k0);
+    a[s][3] = quad(row + 8, 32 * s + 16 + k0);
+  }
+  float d[N / 2];
+  const uint64_t desc_a = gmma::kmajor_sw128(fl::ptx::smem_addr(sA));
+  const uint64_t desc_b = gmma::kmajor_sw128(fl::ptx::smem_addr(sB));
+  using W = fl::ptx::wgmma::Wgmma<__nv_fp8_e4m3, N>;
+  fl::ptx::wgmma::fence();
+#pragma unroll
+  for (int s = 0; s < K / 32; ++s) {
+    const uint64_t b = gmma::advance(desc_b, (s / 4) * N * 128 + (s % 4) * 32);
+    if constexpr (kRS) {
+      W::template rs<0>(d, a[s], b, s > 0);
+    } else {
+      W::template ss<0>(d, gmma::advance(desc_a, (s / 4) * 64 * 128 + (s % 4) * 32), b, s > 0);
+    }
+  }
+  fl::ptx::wgmma::commit_group();
+  fl::ptx::wgmma::wait_group<0>();
+  fl::ptx::wgmma::fence_operands(d);
+  store_accumulator<N>(d, D);
+}
+
+// Small integers in [-3, 3] are exact in e4m3, and every sum of up to 256 products is an integer
+// below 2^12: exact even in the reduced-precision accumulation that fp8 wgmma is reported to use
+// (about 14 bits of mantissa per step), so the comparison is exact.
+template <int N, int K, bool kRS>
+void check_wgmma_e4m3(uint32_t seed) {
+  const std::vector<float> a = small_ints(64 * K, seed), b = small_ints(N * K, seed + 1);
+  std::vector<uint8_t> a8(a.size()), b8(b.size());
+  for (size_t i = 0; i < a.size(); ++i) a8[i] = e4m3_bits(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) b8[i] = e4m3_bits(b[i]);
+  std::vector<float> ref(64 * N, 0.f);
+  for (int i = 0; i < 64; ++i) {
+    for (int j = 0; j < N; ++j) {
+      double acc = 0;
+      for (int k = 0; k < K; ++k) acc += static_cast<double>(a[i * K + k]) * b[j * K + k];
+      ref[i * N + j] = static_cast<float>(acc);
+    }
+  }
+  fl::DeviceBuffer dA(a8.size()), dB(b8.size()), dD(64 * N * 4);
+  FL_CUDA_CHECK(cudaMemcpy(dA.get(), a8.data(), a8.size(), cudaMemcpyHostToDevice));
+  FL_CUDA_CHECK(cudaMemcpy(dB.get(), b8.data(), b8.size(), cudaMemcpyHostToDevice));
+  FL_CUDA_CHECK(cudaMemset(dD.get(), 0xFF, dD.bytes()));  // NaN: unwritten outputs fail
+  const int smem = (64 + N) * K + 1024;
+  FL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_e4m3_kernel<N, K, kRS>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  wgmma_e4m3_kernel<N, K, kRS><<<1, 128, smem>>>(static_cast<const uint8_t*>(dA.get()),
+                                                 static_cast<const uint8_t*>(dB.get()),
+                                                 static_cast<float*>(dD.get()));
+  FL_CHECK_LAUNCH();
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> out(64 * N);
+  FL_CUDA_CHECK(cudaMemcpy(out.data(), dD.get(), dD.bytes(), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int i = 0; i < 64 * N; ++i) {
+    if (out[i] != ref[i] && ++wrong <= 5) {
+      ADD_FAILURE() << "D[" << i / N << "][" << i % N << "] = " << out[i] << ", expected "
+                    << ref[i];
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "elements wrong of " << 64 * N;
+}
+
+TEST(WgmmaE4m3, SS_m64n128k32_K128) {
+  REQUIRE_HOPPER();
+  check_wgmma_e4m3<128, 128, false>(41);
+}
+TEST(WgmmaE4m3, SS_m64n64k32_K256) {
+  REQUIRE_HOPPER();
+  check_wgmma_e4m3<64, 256, false>(43);
+}
+TEST(WgmmaE4m3, SS_m64n256k32_K128) {
+  REQUIRE_HOPPER();
+  check_wgmma_e4m3<256, 128, false>(45);
+}
+TEST(WgmmaE4m3, RS_m64n128k32_K128) {
+  REQUIRE_HOPPER();
+  check_wgmma_e4m3<128, 128, true>(47);
 }
 
 // ---------------------------------------------------------------------------------------------

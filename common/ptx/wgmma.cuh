@@ -37,12 +37,23 @@
 //   fence_operands() an empty asm that "reads and writes" each accumulator register, so that the
 //                    compiler cannot move an ordinary use of them above the wait (registers are
 //                    not memory: the wait's "memory" clobber alone does not pin them).
+// 8-bit inputs (fp8 e4m3, for rung 24): wgmma.mma_async.m64nNk32.f32.e4m3.e4m3, k = 32 one-byte
+// elements per instruction, i.e. the same 32 bytes of a K-major 128-byte row as a 16-bit k16 step:
+// the descriptors and their k-step advance (32 bytes) are unchanged. Both operands must be
+// K-major (no transpose immediates exist for 8-bit types). D's layout is as above. The RS A
+// operand is, per warp, mma.sync's m16n8k32 A fragment for 8-bit types: a[0] = (row group,
+// k 4quad .. 4quad + 3), a[1] = (row group + 8, same k), a[2] = (row group, k 16 + 4quad ..),
+// a[3] = (row group + 8, k 16 + 4quad ..), four elements per register, the lowest k in the lowest
+// byte. Unlike the 16-bit case, two accumulator blocks of S are not this layout (a thread holds
+// columns 2quad, 2quad + 1 of each 8-column block, and needs 4quad .. 4quad + 3): P must be
+// exchanged between the threads of a quad before it can be the A operand of P·V.
 // Accumulate = 0 on the first k-step overwrites D (D = A B, the scale-d predicate) instead of
 // zeroing the registers with ordinary moves, which is what makes ptxas serialise.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 
@@ -76,7 +87,8 @@ __device__ __forceinline__ void fence_operands(uint32_t (&r)[kCount]) {
 
 // Wgmma<T, N>::ss<kTransB>(d, desc_a, desc_b, accumulate)   D (+)= A(smem) B(smem)
 // Wgmma<T, N>::rs<kTransB>(d, a, desc_b, accumulate)        D (+)= A(registers) B(smem)
-// T = __half or __nv_bfloat16 (the type of A and B; D is fp32), N in {64, 128, 256}.
+// T = __half or __nv_bfloat16 (the type of A and B; D is fp32), N in {64, 128, 256}; or
+// __nv_fp8_e4m3 (k32; kTransB must be 0).
 // accumulate = 0: D = A B; 1: D += A B. Scale factors of A and B are +1.
 template <typename T, int N>
 struct Wgmma;
