@@ -282,6 +282,21 @@ __global__ void wgmma_rs_kernel(const T* A, const T* B, float* D) {
   store_accumulator<N>(d, D);
 }
 
+// Waits for the kernel, copies D[64][N] back and compares it with `ref` exactly.
+void expect_exact(const fl::DeviceBuffer& dD, const std::vector<float>& ref, int N) {
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> out(64 * N);
+  FL_CUDA_CHECK(cudaMemcpy(out.data(), dD.get(), dD.bytes(), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int i = 0; i < 64 * N; ++i) {
+    if (out[i] != ref[i] && ++wrong <= 5) {
+      ADD_FAILURE() << "D[" << i / N << "][" << i % N << "] = " << out[i] << ", expected "
+                    << ref[i];
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "elements wrong of " << 64 * N;
+}
+
 enum class Kind { kSS, kRSKMajorB, kRSTransposedB };
 
 template <typename T, int N, int K, Kind kKind>
@@ -317,17 +332,7 @@ void check_wgmma(uint32_t seed) {
     wgmma_rs_kernel<T, N, K, kTrans><<<1, 128, smem>>>(pa, pb, pd);
   }
   FL_CHECK_LAUNCH();
-  FL_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> out(64 * N);
-  FL_CUDA_CHECK(cudaMemcpy(out.data(), dD.get(), dD.bytes(), cudaMemcpyDeviceToHost));
-  int wrong = 0;
-  for (int i = 0; i < 64 * N; ++i) {
-    if (out[i] != ref[i] && ++wrong <= 5) {
-      ADD_FAILURE() << "D[" << i / N << "][" << i % N << "] = " << out[i] << ", expected "
-                    << ref[i];
-    }
-  }
-  EXPECT_EQ(wrong, 0) << "elements wrong of " << 64 * N;
+  expect_exact(dD, ref, N);
 }
 
 TEST(Wgmma, SS_m64n128k16_QKt_fp16) {
@@ -455,17 +460,7 @@ void check_wgmma_e4m3(uint32_t seed) {
                                                  static_cast<const uint8_t*>(dB.get()),
                                                  static_cast<float*>(dD.get()));
   FL_CHECK_LAUNCH();
-  FL_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> out(64 * N);
-  FL_CUDA_CHECK(cudaMemcpy(out.data(), dD.get(), dD.bytes(), cudaMemcpyDeviceToHost));
-  int wrong = 0;
-  for (int i = 0; i < 64 * N; ++i) {
-    if (out[i] != ref[i] && ++wrong <= 5) {
-      ADD_FAILURE() << "D[" << i / N << "][" << i % N << "] = " << out[i] << ", expected "
-                    << ref[i];
-    }
-  }
-  EXPECT_EQ(wrong, 0) << "elements wrong of " << 64 * N;
+  expect_exact(dD, ref, N);
 }
 
 TEST(WgmmaE4m3, SS_m64n128k32_K128) {
