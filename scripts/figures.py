@@ -1526,9 +1526,9 @@ def fig_item_assignment(out):
     """Rung 23's assignment of work items to blocks (kernels/23_final_hopper: work_of, item_of),
     computed for a causal call: each block's total KV tiles under rung 22's round robin and under
     the snake. Arithmetic on the schedule, not a measurement."""
-    src = read("kernels/23_final_hopper/final_hopper.cu")
+    src = read("kernels/23_final_hopper/schedule.cuh")
     if "round % 2 == 0 ? i : g - 1 - i" not in src or "s.q_tiles - 1 - t % s.q_tiles" not in src:
-        fail("item_assignment: kernels/23_final_hopper/final_hopper.cu no longer has the snake "
+        fail("item_assignment: kernels/23_final_hopper/schedule.cuh no longer has the snake "
              "of item_of or the order of work_of this figure draws")
     blocks, heads, n, br, bc = 132, 256, 4097, 128, 128
     tq = -(-n // br)

@@ -31,7 +31,8 @@
 //
 // Grid: min(#SMs, items) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers; block:
 // 128 x (1 + consumers) threads. Item t is query tile Tq - 1 - t % Tq of head t / Tq = b H_q + h
-// (Tq = ceil(Nq / Br)); block i takes the items of item_of. Warpgroup 0 produces; consumer c
+// (Tq = ceil(Nq / Br)); block i takes the items of item_of (both in schedule.cuh, tested on the
+// CPU by tests/test_schedule23.cu). Warpgroup 0 produces; consumer c
 // (warpgroup c + 1) owns rows [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16).
 // The consumers take turns in a cycle (c hands over to c + 1, the last to 0).
 //
@@ -75,6 +76,7 @@
 #include "common/ptx/wgmma.cuh"
 #include "common/registry.h"
 #include "common/tensor_map.h"
+#include "kernels/23_final_hopper/schedule.cuh"
 
 namespace fl {
 namespace k23_final_hopper {
@@ -108,54 +110,6 @@ struct Config {
 // threads.
 constexpr uint32_t kTurn = 1;
 constexpr uint32_t kOwn = 4;
-
-// The problem's lengths, as the kernel uses them (int: Nq, Nk <= 2^30, supports()).
-struct Schedule {
-  int q_tiles;   // Tq = ceil(Nq / 128)
-  int count;     // Tq x H_q x B items
-  int seqlen_q, seqlen_k;
-  bool causal;
-};
-
-// One item: where it is, and which KV tiles it visits.
-struct Work {
-  int q0, head, batch;
-  int n;         // KV tiles visited: j = n - 1 down to 0
-  int n_masked;  // the first n_masked visits (tiles n - 1 .. n - n_masked) are masked
-};
-
-// The items in order: head after head (b H_q + h), and within a head its query tiles from the
-// last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 22's
-// order), and a causal head's longest items come first.
-template <int kBr, int kBc>
-__device__ __forceinline__ Work work_of(int t, const Schedule& s, int heads_q) {
-  const int q_tile = s.q_tiles - 1 - t % s.q_tiles;
-  const int bh = t / s.q_tiles;
-  Work w;
-  w.q0 = q_tile * kBr;
-  w.head = bh % heads_q;
-  w.batch = bh / heads_q;
-  const int q1 = min(w.q0 + kBr, s.seqlen_q);
-  const int diag = s.seqlen_k - s.seqlen_q;  // row i sees keys <= i + diag (causal)
-  const int kv_end = s.causal ? min(s.seqlen_k, q1 + diag) : s.seqlen_k;
-  const int kv_full = s.causal ? min(s.seqlen_k, w.q0 + 1 + diag) : s.seqlen_k;
-  w.n = kv_end <= 0 ? 0 : (kv_end + kBc - 1) / kBc;
-  w.n_masked = w.n - (kv_full <= 0 ? 0 : kv_full / kBc);
-  return w;
-}
-
-// Which items a block takes: the G blocks take them in rounds of G, block i the i-th item of an
-// even round and the (G - 1 - i)-th of an odd one (a snake). Rung 22's plain round robin gives a
-// block the same place in every round; when the rounds line up with the heads (G = 132 SMs and
-// 33 query tiles a head: N = 4097), that is the same query tile of every head, and causal, the
-// longest to block 0 every time and the shortest to block 131 (measured: 0.68x the speed of
-// N = 4096). The snake pairs a long item with a short one. -1: no item for this block in the
-// round (the last one).
-__device__ __forceinline__ int item_of(int64_t round, const Schedule& s) {
-  const int64_t g = gridDim.x, i = blockIdx.x;
-  const int64_t t = round * g + (round % 2 == 0 ? i : g - 1 - i);
-  return t < s.count ? static_cast<int>(t) : -1;
-}
 
 // Issues the d / 64 boxes of a kRows x d tile (columns 64 b .. 64 b + 63 into block b, kRows x
 // 128 bytes apart), completing on `bar`, armed by the caller. Called by one thread.
@@ -229,7 +183,7 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
   uint32_t k = 0;      // the block's KV tile count
   uint32_t q_use = 0;  // the block's Q tile count (items with n > 0)
   for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
-    const int t = item_of(round, sched);
+    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
     if (t < 0) continue;
     const Work w = work_of<C::kBr, C::kBc>(t, sched, static_cast<int>(p.heads_q));
     if (w.n == 0) continue;  // written by the consumers alone
@@ -355,7 +309,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
 
   uint32_t k = 0, q_use = 0;
   for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
-    const int t = item_of(round, sched);
+    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
     if (t < 0) continue;
     const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
     const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
