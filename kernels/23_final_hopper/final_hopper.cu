@@ -524,8 +524,22 @@ void dispatch_head_dim(int64_t d, F&& f) {
   }
 }
 
+bool supported_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
+
+// The tile of the call's head dim (Config); rung 22's 128 x 128 for a head dim the rung refuses.
+TileShape tile(const AttnParams& p) {
+  TileShape t{128, 128};
+  if (supported_head_dim(p.head_dim)) {
+    dispatch_head_dim(p.head_dim, [&](auto dim) {
+      using C = Config<decltype(dim)::value>;
+      t = {C::kBr, C::kBc};
+    });
+  }
+  return t;
+}
+
 std::string supports(const AttnParams& p) {
-  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
+  if (!supported_head_dim(p.head_dim)) {
     return "head_dim must be 64, 128 or 256 (got " + std::to_string(p.head_dim) + ")";
   }
   std::string why = tma_rules("Q", p.q_stride, p.seqlen_q);
@@ -538,18 +552,11 @@ std::string supports(const AttnParams& p) {
     return "Nq and Nk must be <= 2^30 (got Nq = " + std::to_string(p.seqlen_q) +
            ", Nk = " + std::to_string(p.seqlen_k) + ")";
   }
-  const int64_t br = p.head_dim == 64 ? Config<64>::kBr : 128;
-  const int64_t q_tiles = (p.seqlen_q + br - 1) / br;
-  if (q_tiles > INT_MAX / p.heads_q / p.batch) {
-    return "ceil(Nq / 128) x H_q x B work items must be <= 2^31 - 1";
+  const int64_t br = tile(p).br;
+  if ((p.seqlen_q + br - 1) / br > INT_MAX / p.heads_q / p.batch) {
+    return "ceil(Nq / " + std::to_string(br) + ") x H_q x B work items must be <= 2^31 - 1";
   }
   return "";
-}
-
-TileShape tile(const AttnParams& p) {
-  if (p.head_dim == 64) return {Config<64>::kBr, Config<64>::kBc};
-  if (p.head_dim == 256) return {Config<256>::kBr, Config<256>::kBc};
-  return {Config<128>::kBr, Config<128>::kBc};
 }
 
 void launch(const AttnParams& p, cudaStream_t stream) {
