@@ -1522,6 +1522,87 @@ def fig_accumulator(out):
 
 
 # ------------------------------------------------------------------------------------------------
+def fig_persistent(out):
+    """Rung 21 against rung 22 at the boundary between two work items on one SM: a schematic on a
+    toy clock (not measured). Checks that rung 22's kernel still has the calls drawn."""
+    src = read("kernels/22_persistent/persistent.cu")
+    for call in ("ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty))", "ptx::stmatrix_x4(",
+                 "ptx::tma::store_4d(", "ptx::tma::wait_group_read<0>();"):
+        if call not in src:
+            fail(f"hopper_persistent_22: `{call}` not in kernels/22_persistent/persistent.cu")
+    T = {"launch": 0.6, "load": 0.8, "step": 1.0, "tiles": 4, "epi21": 0.8, "stsm": 0.2,
+         "store": 0.6}
+    steps = T["tiles"] * T["step"]
+    lanes21, lanes22, busy21, busy22 = [], [], [], []
+    # Rung 21: one block per query tile; the SM's next block starts when this one has exited.
+    prod, cons = [], []
+    t = 0.0
+    for item in "AB":
+        cons.append(("idle", t, t + T["launch"], "init"))
+        prod.append(("issue", t + T["launch"], t + T["load"] + T["launch"], f"load {item}"))
+        t += T["launch"] + T["load"]
+        cons.append(("steps", t, t + steps, f"item {item}: {T['tiles']} steps"))
+        busy21.append((t, t + steps))
+        t += steps
+        cons.append(("epi", t, t + T["epi21"], "O → gmem"))
+        t += T["epi21"]
+    end21 = t
+    lanes21 = [("producer / TMA", prod), ("consumers (warps)", cons)]
+    # Rung 22: one block per SM; Q and K/V of item B land during item A's last step; the epilogue
+    # is stmatrix into shared memory, then a TMA store nobody waits for.
+    prod, cons, store = [], [], []
+    t = 0.0
+    cons.append(("idle", t, t + T["launch"], "init"))
+    prod.append(("issue", T["launch"], T["launch"] + T["load"], "load A"))
+    t = T["launch"] + T["load"]
+    for k, item in enumerate("AB"):
+        cons.append(("steps", t, t + steps, f"item {item}: {T['tiles']} steps"))
+        busy22.append((t, t + steps))
+        if k == 0:  # the last S of A releases Q: the producer loads B's Q (and its K/V) now
+            q_free = t + steps - T["step"]
+            prod.append(("issue", q_free, q_free + T["load"], "load B"))
+        t += steps
+        cons.append(("epi", t, t + T["stsm"], ""))
+        store.append(("store", t + T["stsm"], t + T["stsm"] + T["store"], f"O_{item}"))
+        t += T["stsm"]
+    end22 = max(t, store[-1][2])
+    lanes22 = [("producer / TMA", prod), ("consumers (warps)", cons), ("TMA store", store)]
+    style = {"idle": (COLOURS["idle"], None), "issue": (COLOURS["tma"], None),
+             "steps": (COLOURS["S"], None), "epi": (COLOURS["softmax"], None),
+             "store": (COLOURS["PV"], None)}
+    end = max(end21, end22)
+    fig, axes = plt.subplots(2, 1, figsize=(11.5, 4.6))
+    for ax, lanes, busy, title, e in (
+        (axes[0], lanes21, busy21, "Rung 21: a block per query tile; the SM's next block starts "
+         "when this one has written O and exited", end21),
+        (axes[1], lanes22, busy22, "Rung 22: one block per SM walks the items; B's loads under "
+         "A's last step, O leaves by stmatrix + a TMA store", end22),
+    ):
+        ys = list(range(len(lanes), 0, -1))
+        for y, (_, bars) in zip(ys, lanes):
+            for kind, a, b, text in bars:
+                box(ax, a, y - 0.33, b - a, 0.66, style[kind][0], text, fs=6.5, alpha=0.85)
+        for a, b in busy:
+            box(ax, a, -0.33, b - a, 0.66, "#333333", "", lw=0)
+        ax.text(e, 0, f"  done at {e:.1f}; tensor cores busy {sum(b - a for a, b in busy) / e:.0%}",
+                va="center", fontsize=7.5)
+        ax.set_yticks(ys + [0])
+        ax.set_yticklabels([lane for lane, _ in lanes] + ["tensor cores"], fontsize=8)
+        ax.set_xlim(-0.1, end * 1.25)
+        ax.set_ylim(-0.6, len(lanes) + 0.6)
+        ax.set_xticks([])
+        for sp in ("top", "right"):
+            ax.spines[sp].set_visible(False)
+        ax.set_title(title, fontsize=9, loc="left")
+    foot = ("Schematic on a toy clock (not measured): two work items of "
+            f"{T['tiles']} KV tiles on one SM; a step is both consumers' turn-taking GEMMs and "
+            "softmax (rung 21's); 'load': Q and the first K/V tiles (TMA); yellow: the epilogue "
+            "on the warps. The measured effect is on page 22 (1.28x rung 21 at N = 512).")
+    fig.text(0.01, 0.005, textwrap.fill(foot, 180), fontsize=7, color="#555555")
+    fig.subplots_adjust(left=0.13, right=0.99, top=0.93, bottom=0.1, hspace=0.45)
+    save(fig, out, "hopper_persistent_22.png")
+
+
 def fig_item_assignment(out):
     """Rung 23's assignment of work items to blocks (kernels/23_final_hopper: work_of, item_of),
     computed for a causal call: each block's total KV tiles under rung 22's round robin and under
@@ -1585,6 +1666,8 @@ def main():
         fig_descriptor(args.out)
     if not args.only or args.only in "wgmma_accumulator.png":
         fig_accumulator(args.out)
+    if not args.only or args.only in "hopper_persistent_22.png":
+        fig_persistent(args.out)
     if not args.only or args.only in "item_assignment.png":
         fig_item_assignment(args.out)
 
