@@ -25,7 +25,13 @@ struct Work {
   int n_masked;  // the first n_masked visits (tiles n - 1 .. n - n_masked) are masked
 };
 
-__host__ __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+__host__ __device__ __forceinline__ int imin(int a, int b) {
+#ifdef __CUDA_ARCH__
+  return min(a, b);
+#else
+  return a < b ? a : b;
+#endif
+}
 
 // The items in order: head after head (b H_q + h), and within a head its query tiles from the
 // last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 22's
@@ -54,7 +60,7 @@ __host__ __device__ __forceinline__ Work work_of(int t, const Schedule& s, int h
 // longest to block 0 every time and the shortest to block 131 (measured: 0.68x the speed of
 // N = 4096). The snake pairs a long item with a short one. -1: no item for this block in the
 // round (the last one).
-__host__ __device__ __forceinline__ int item_of(int64_t round, int blocks, int block,
+__host__ __device__ __forceinline__ int item_of(int64_t round, unsigned blocks, unsigned block,
                                                 const Schedule& s) {
   const int64_t g = blocks, i = block;
   const int64_t t = round * g + (round % 2 == 0 ? i : g - 1 - i);
