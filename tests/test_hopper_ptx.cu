@@ -5,7 +5,8 @@
 //      memory, K-major, as S = Q·Kᵀ), RS (A from registers, as P) with B K-major and with B
 //      MN-major through the transpose bit (as V); fp16 and bf16; the accumulator written out
 //      through the documented thread -> (row, column) map;
-//   3b. the same for fp8 e4m3 (m64nNk32, SS and RS, both operands K-major), for rung 24;
+//   3b. the same for fp8 e4m3 (m64nNk32, SS and RS, both operands K-major), and P·V with P packed
+//       from accumulator-layout registers against V^T with permuted keys: rung 24's plan;
 //   4. one TMA box into a 128-byte-swizzled tile, checked element by element against the global
 //      tensor through the swizzle formula, inside the tensor and at its edge (zero fill);
 //   5. an mbarrier ring of 2 stages driven through 40 TMA loads (full/empty barriers, parity
@@ -33,6 +34,7 @@
 
 #include "common/cuda_check.h"
 #include "common/device_buffer.h"
+#include "common/ptx/cvt_fp8.cuh"
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
 #include "common/ptx/mbarrier.cuh"
@@ -459,6 +461,94 @@ void check_wgmma_e4m3(uint32_t seed) {
   wgmma_e4m3_kernel<N, K, kRS><<<1, 128, smem>>>(static_cast<const uint8_t*>(dA.get()),
                                                  static_cast<const uint8_t*>(dB.get()),
                                                  static_cast<float*>(dD.get()));
+  FL_CHECK_LAUNCH();
+  expect_exact(dD, ref, N);
+}
+
+// P·V in e4m3 with P straight from an accumulator, as the FP8 rung plans it. An fp32 S/P
+// accumulator gives thread (group g, quad q) the keys 8b + 2q, 8b + 2q + 1 of each 8-key block b;
+// the RS A operand of a k32 step wants keys 4q .. 4q + 3 (and 16 + 4q ..) in each register. So
+// the thread packs, for each 16-key group, its keys (2q, 2q + 1, 8 + 2q, 9 + 2q) as if they were
+// (4q .. 4q + 3), and V^T is stored with the keys of every 16-key group permuted the same way:
+// logical key 4q + i of the group holds physical key perm(4q + i), perm = (2q, 2q + 1, 8 + 2q,
+// 9 + 2q)[i]. P·V sums over keys, so the same permutation on both sides cancels.
+__host__ __device__ int fp8_key_perm(int l) {  // l in 0..15 -> physical key in the 16-key group
+  const int q = l / 4, i = l % 4;
+  return (i < 2 ? 2 * q + i : 8 + 2 * q + (i - 2));
+}
+
+// D[64][N] = P[64][K] · V[K][N]: P from each thread's accumulator-layout elements (fp32 in global,
+// read as the thread would hold them), V^T [N][K] in shared memory with the permuted keys.
+template <int N, int K>
+__global__ void wgmma_e4m3_pv_kernel(const float* P, const uint8_t* Vt_perm, float* D) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sB = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // [N][K]
+  fill_sw128_bytes(sB, Vt_perm, N, K);
+  fl::ptx::fence_proxy_async_shared();
+  __syncthreads();
+  const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int row = 16 * warp + lane / 4, q = lane % 4;
+  // The accumulator elements of this thread: P[r][8b + 2q + c], r = row or row + 8.
+  auto p = [&](int r, int key) { return P[r * K + key]; };
+  uint32_t a[K / 32][4];
+#pragma unroll
+  for (int s = 0; s < K / 32; ++s) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {  // the two 16-key groups of the k32 step
+      const int k0 = 32 * s + 16 * half;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int rr = row + 8 * r;
+        a[s][2 * half + r] = fl::ptx::pack4_e4m3(p(rr, k0 + 2 * q), p(rr, k0 + 2 * q + 1),
+                                                 p(rr, k0 + 8 + 2 * q), p(rr, k0 + 9 + 2 * q));
+      }
+    }
+  }
+  float d[N / 2];
+  const uint64_t desc_b = gmma::kmajor_sw128(fl::ptx::smem_addr(sB));
+  fl::ptx::wgmma::fence();
+#pragma unroll
+  for (int s = 0; s < K / 32; ++s) {
+    fl::ptx::wgmma::Wgmma<__nv_fp8_e4m3, N>::template rs<0>(
+        d, a[s], gmma::advance(desc_b, (s / 4) * N * 128 + (s % 4) * 32), s > 0);
+  }
+  fl::ptx::wgmma::commit_group();
+  fl::ptx::wgmma::wait_group<0>();
+  fl::ptx::wgmma::fence_operands(d);
+  store_accumulator<N>(d, D);
+}
+
+TEST(WgmmaE4m3, PVFromAccumulatorLayoutWithPermutedKeys) {
+  REQUIRE_HOPPER();
+  constexpr int N = 128, K = 128;  // d = 128 output columns, 128 keys
+  const std::vector<float> p = small_ints(64 * K, 51), v = small_ints(K * N, 52);
+  std::vector<uint8_t> vt(N * K);
+  for (int n = 0; n < N; ++n) {
+    for (int l = 0; l < K; ++l) {
+      const int key = (l / 16) * 16 + fp8_key_perm(l % 16);
+      vt[n * K + l] = e4m3_bits(v[key * N + n]);
+    }
+  }
+  std::vector<float> ref(64 * N, 0.f);
+  for (int i = 0; i < 64; ++i) {
+    for (int n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int key = 0; key < K; ++key) acc += static_cast<double>(p[i * K + key]) * v[key * N + n];
+      ref[i * N + n] = static_cast<float>(acc);
+    }
+  }
+  // The permutation is one: every key of a group once.
+  std::set<int> keys;
+  for (int l = 0; l < 16; ++l) keys.insert(fp8_key_perm(l));
+  ASSERT_EQ(keys.size(), 16u);
+  fl::DeviceBuffer dP(p.size() * 4), dV(vt.size()), dD(64 * N * 4);
+  FL_CUDA_CHECK(cudaMemcpy(dP.get(), p.data(), dP.bytes(), cudaMemcpyHostToDevice));
+  FL_CUDA_CHECK(cudaMemcpy(dV.get(), vt.data(), vt.size(), cudaMemcpyHostToDevice));
+  FL_CUDA_CHECK(cudaMemset(dD.get(), 0xFF, dD.bytes()));
+  const int smem = N * K + 1024;
+  wgmma_e4m3_pv_kernel<N, K><<<1, 128, smem>>>(static_cast<const float*>(dP.get()),
+                                               static_cast<const uint8_t*>(dV.get()),
+                                               static_cast<float*>(dD.get()));
   FL_CHECK_LAUNCH();
   expect_exact(dD, ref, N);
 }
