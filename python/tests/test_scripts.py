@@ -45,7 +45,7 @@ def load_script(name):
 class Scripts(unittest.TestCase):
     def test_byte_compile(self):
         with tempfile.TemporaryDirectory() as tmp:
-            for name in ("compare_sdpa.py", "plus1_bench.py"):
+            for name in ("compare_sdpa.py", "plus1_bench.py", "gqa_bench.py"):
                 with self.subTest(script=name):
                     py_compile.compile(os.path.join(SCRIPTS, name), doraise=True,
                                        cfile=os.path.join(tmp, name + "c"))
@@ -79,6 +79,17 @@ class Scripts(unittest.TestCase):
                 sys.path[:] = saved_path
                 for name in ("compare_sdpa", "plus1_bench"):
                     sys.modules.pop(name, None)
+
+
+class ResultTables(unittest.TestCase):
+    def test_hopper_tables_are_current(self):
+        """The README's and the Hopper pages' result blocks are what scripts/hopper_tables.py
+        writes from the committed JSON: a JSON updated without its tables, or a table edited by
+        hand, fails here."""
+        import subprocess
+        done = subprocess.run([sys.executable, os.path.join(SCRIPTS, "hopper_tables.py"), "--check"],
+                              capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
 
 if __name__ == "__main__":
