@@ -83,9 +83,9 @@ namespace k23_final_hopper {
 
 namespace gmma = ptx::gmma;
 
-// The tile shape of each head dim. Br = 128 (two consumers of 64 rows) throughout; Bc is the N
-// of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 64 keys (32) and
-// P (16) fit beside it in 240, S of 128 keys would not.
+// The tile shape of each head dim: Br = 64 rows per consumer warpgroup (two, or three at d = 64);
+// Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 64 keys
+// (32) and P (16) fit beside it in 240, S of 128 keys would not.
 template <int kHeadDim>
 struct Config {
   // d = 64: three consumers (Br = 192): the GEMMs of a tile are half those of d = 128 while its
