@@ -67,16 +67,13 @@ E4m3Tensor quantize_e4m3(const std::vector<float>& values, int64_t batch, int64_
   return t;
 }
 
-std::vector<float> dequantize_e4m3(const E4m3Tensor& t, int64_t batch, int64_t heads, int64_t rows,
-                                   int64_t head_dim) {
+std::vector<float> dequantize_e4m3(const E4m3Tensor& t, int64_t rows, int64_t head_dim) {
   const int64_t group = rows * head_dim;
   std::vector<float> out(t.bits.size());
   for (size_t i = 0; i < out.size(); ++i) {
     const float descale = t.per_head ? t.descale[static_cast<int64_t>(i) / group] : t.descale[0];
     out[i] = from_e4m3(t.bits[i]) * descale;
   }
-  (void)batch;
-  (void)heads;
   return out;
 }
 

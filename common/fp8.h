@@ -40,8 +40,7 @@ E4m3Tensor quantize_e4m3(const std::vector<float>& values, int64_t batch, int64_
 
 // The values the kernel computes with: from_e4m3(bits) * descale of the element's group. This is
 // what the FP8 rung's reference attention reads (the reference is fp32 attention on these).
-std::vector<float> dequantize_e4m3(const E4m3Tensor& t, int64_t batch, int64_t heads, int64_t rows,
-                                   int64_t head_dim);
+std::vector<float> dequantize_e4m3(const E4m3Tensor& t, int64_t rows, int64_t head_dim);
 
 // "" when every descale factor is finite and > 0, else the rule it breaks, naming the tensor.
 std::string check_descale(const char* tensor, const std::vector<float>& descale);

@@ -34,6 +34,7 @@
 
 #include "common/cuda_check.h"
 #include "common/device_buffer.h"
+#include "common/fp8.h"
 #include "common/ptx/cvt_fp8.cuh"
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
@@ -370,20 +371,13 @@ TEST(Wgmma, RS_KMajorB_bf16) {
 // 3b. fp8 e4m3: m64nNk32, both operands K-major (for rung 24)
 // ---------------------------------------------------------------------------------------------
 
-// e4m3 bits of x (exact for the small integers used here), by the CUDA host conversion.
-uint8_t e4m3_bits(float x) {
-  const __nv_fp8_e4m3 v(x);
-  uint8_t b;
-  std::memcpy(&b, &v, 1);
-  return b;
-}
-
-// Copies a row-major [rows][cols] byte matrix into 128-byte-swizzled 128-column blocks: byte
-// (r, c) of block c / 128 at r * 128 + ((c % 128 / 16) ^ (r % 8)) * 16 + c % 16.
+// Copies a row-major [rows][cols] byte matrix into 128-byte-swizzled 128-column blocks. The
+// swizzle moves 16-byte chunks, so byte c of a row is byte c % 2 of 16-bit element c / 2 in
+// gmma::sw128_offset's layout (a 128-byte row: 64 16-bit elements or 128 bytes).
 __device__ void fill_sw128_bytes(uint8_t* tile, const uint8_t* g, int rows, int cols) {
   for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
-    const int r = i / cols, c = i % cols, cb = c % 128;
-    tile[(c / 128) * rows * 128 + r * 128 + (((cb / 16) ^ (r % 8)) * 16) + cb % 16] = g[i];
+    const int r = i / cols, c = i % cols;
+    tile[gmma::sw128_offset(r, c / 2, rows) + c % 2] = g[i];
   }
 }
 
@@ -434,15 +428,16 @@ __global__ void wgmma_e4m3_kernel(const uint8_t* A, const uint8_t* B, float* D) 
   store_accumulator<N>(d, D);
 }
 
-// Small integers in [-3, 3] are exact in e4m3, and every sum of up to 256 products is an integer
-// below 2^12: exact even in the reduced-precision accumulation that fp8 wgmma is reported to use
-// (about 14 bits of mantissa per step), so the comparison is exact.
+// Small integers in [-3, 3] are exact in e4m3 (fl::to_e4m3: common/fp8.h), and every sum of up to
+// 256 products is an integer below 2^12: exact in fp32, and exact too if the fp8 accumulation
+// keeps fewer bits (DeepSeek-V3's report measured about 14 on H800; not measured here), so the
+// comparison is exact.
 template <int N, int K, bool kRS>
 void check_wgmma_e4m3(uint32_t seed) {
   const std::vector<float> a = small_ints(64 * K, seed), b = small_ints(N * K, seed + 1);
   std::vector<uint8_t> a8(a.size()), b8(b.size());
-  for (size_t i = 0; i < a.size(); ++i) a8[i] = e4m3_bits(a[i]);
-  for (size_t i = 0; i < b.size(); ++i) b8[i] = e4m3_bits(b[i]);
+  for (size_t i = 0; i < a.size(); ++i) a8[i] = fl::to_e4m3(a[i]);
+  for (size_t i = 0; i < b.size(); ++i) b8[i] = fl::to_e4m3(b[i]);
   std::vector<float> ref(64 * N, 0.f);
   for (int i = 0; i < 64; ++i) {
     for (int j = 0; j < N; ++j) {
@@ -526,7 +521,7 @@ TEST(WgmmaE4m3, PVFromAccumulatorLayoutWithPermutedKeys) {
   for (int n = 0; n < N; ++n) {
     for (int l = 0; l < K; ++l) {
       const int key = (l / 16) * 16 + fp8_key_perm(l % 16);
-      vt[n * K + l] = e4m3_bits(v[key * N + n]);
+      vt[n * K + l] = fl::to_e4m3(v[key * N + n]);
     }
   }
   std::vector<float> ref(64 * N, 0.f);
@@ -745,8 +740,8 @@ __global__ void stmatrix_store_kernel(const __grid_constant__ CUtensorMap map, i
   // (rows 0-7, b + 1), (rows 8-15, b + 1); lane l addresses row l % 8 of matrix l / 8.
   for (int b = 0; b < 8; b += 2) {
     const int m = lane / 8;
-    const int r = 16 * warp + (m % 2) * 8 + lane % 8, chunk = b + m / 2;
-    const uint32_t addr = fl::ptx::smem_addr(tile) + r * 128 + ((chunk ^ (r % 8)) * 16);
+    const int r = 16 * warp + (m % 2) * 8 + lane % 8;
+    const uint32_t addr = fl::ptx::smem_addr(tile) + gmma::sw128_offset(r, 8 * (b + m / 2), 64);
     fl::ptx::stmatrix_x4(addr, pair(row, 8 * b + col), pair(row + 8, 8 * b + col),
                          pair(row, 8 * b + 8 + col), pair(row + 8, 8 * b + 8 + col));
   }

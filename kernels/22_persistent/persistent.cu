@@ -381,9 +381,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;  // this lane's row of the 64
 #pragma unroll
     for (int b = 0; b < kHeadDim / 8; b += 2) {
-      const int chunk = (b + m / 2) % 8, half = (b + m / 2) / 8;
-      const uint32_t addr =
-          ptx::smem_addr(sO_wg) + half * 64 * 128 + r_st * 128 + ((chunk ^ (r_st % 8)) * 16);
+      const uint32_t addr = ptx::smem_addr(sO_wg) + gmma::sw128_offset(r_st, 8 * (b + m / 2), 64);
       ptx::stmatrix_x4(addr, pack2<T>(rO[4 * b] * inv_sum[0], rO[4 * b + 1] * inv_sum[0]),
                        pack2<T>(rO[4 * b + 2] * inv_sum[1], rO[4 * b + 3] * inv_sum[1]),
                        pack2<T>(rO[4 * b + 4] * inv_sum[0], rO[4 * b + 5] * inv_sum[0]),
