@@ -44,10 +44,11 @@
 // operand is, per warp, mma.sync's m16n8k32 A fragment for 8-bit types: a[0] = (row group,
 // k 4quad .. 4quad + 3), a[1] = (row group + 8, same k), a[2] = (row group, k 16 + 4quad ..),
 // a[3] = (row group + 8, k 16 + 4quad ..), four elements per register, the lowest k in the lowest
-// byte (the PTX ISA's layout for 8-bit A; tests/test_hopper_ptx.cu, WgmmaE4m3.*, checks it, and
-// had not run on a GPU when this was written). Unlike the 16-bit case, two accumulator blocks of S are not this layout (a thread holds
-// columns 2quad, 2quad + 1 of each 8-column block, and needs 4quad .. 4quad + 3): P must be
-// exchanged between the threads of a quad before it can be the A operand of P·V.
+// byte (the PTX ISA's layout; tests/test_hopper_ptx.cu, WgmmaE4m3.*, checks it, and had not run
+// on a GPU when this was written). Unlike the 16-bit case, two accumulator blocks of S are not
+// this layout (a thread holds columns 2quad, 2quad + 1 of each 8-column block, and needs 4quad ..
+// 4quad + 3): either P is exchanged between the threads of a quad, or the keys of V are permuted
+// to match what each thread holds (WgmmaE4m3.PVFromAccumulatorLayoutWithPermutedKeys).
 // Accumulate = 0 on the first k-step overwrites D (D = A B, the scale-d predicate) instead of
 // zeroing the registers with ordinary moves, which is what makes ptxas serialise.
 #pragma once
