@@ -86,6 +86,8 @@ namespace gmma = ptx::gmma;
 // The tile shape of each head dim: Br = 64 rows per consumer warpgroup (two, or three at d = 64);
 // Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 64 keys
 // (32) and P (16) fit beside it in 240, S of 128 keys would not.
+constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 22's), every d
+
 template <int kHeadDim>
 struct Config {
   // d = 64: three consumers (Br = 192): the GEMMs of a tile are half those of d = 128 while its
@@ -94,7 +96,7 @@ struct Config {
   static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
   static constexpr int kBr = 64 * kConsumers;
   static constexpr int kBc = kHeadDim == 256 ? 64 : 128;
-  static constexpr int kStages = 2;
+  static constexpr int kStages = kRingStages;
   static constexpr bool kOInQ = kHeadDim == 256;  // O staged in sQ (see the banner)
   static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
   static constexpr int kProducerRegs = 24;                 // setmaxnreg targets
@@ -165,8 +167,8 @@ __device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float
 
 struct Barriers {
   uint64_t q_full, q_empty;  // Q: loaded / no longer needed (count 2: the consumers)
-  uint64_t k_full[2], k_empty[2];
-  uint64_t v_full[2], v_empty[2];
+  uint64_t k_full[kRingStages], k_empty[kRingStages];
+  uint64_t v_full[kRingStages], v_empty[kRingStages];
 };
 
 __device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
