@@ -13,10 +13,14 @@
 
 namespace fl {
 
-enum class DType { f16, bf16 };
+// e4m3 is OCP FP8 (4 exponent bits, 3 mantissa bits, no infinities; common/fp8.h), an input type
+// only: rung 24 reads e4m3 Q, K, V and writes an fp16 or bf16 O.
+enum class DType { f16, bf16, e4m3 };
 
-inline const char* to_string(DType t) { return t == DType::f16 ? "fp16" : "bf16"; }
-inline int64_t element_size(DType) { return 2; }
+inline const char* to_string(DType t) {
+  return t == DType::f16 ? "fp16" : t == DType::bf16 ? "bf16" : "e4m3";
+}
+inline int64_t element_size(DType t) { return t == DType::e4m3 ? 1 : 2; }
 
 // Strides in elements. `dim` is the stride of the head dimension: every kernel reads a row's d
 // elements as contiguous 16-byte vectors, so check_common rejects any dim other than 1. It is a
@@ -28,7 +32,8 @@ struct Strides {
 };
 
 struct AttnParams {
-  DType dtype = DType::f16;
+  DType dtype = DType::f16;      // Q, K, V
+  DType out_dtype = DType::f16;  // O: the inputs' dtype for fp16/bf16 inputs; fp16 or bf16 for e4m3
   int64_t batch = 1;     // B
   int64_t heads_q = 1;   // H_q
   int64_t heads_kv = 1;  // H_kv (H_q must be a multiple of it)
@@ -45,6 +50,16 @@ struct AttnParams {
   float* lse = nullptr;     // optional [B, H_q, Nq], natural-log log-sum-exp of the scaled scores
 
   Strides q_stride, k_stride, v_stride, o_stride;
+
+  // e4m3 inputs only: the descale factors that give back the caller's values, x = e4m3 * descale
+  // (common/fp8.h: how to make them from a 16-bit or fp32 tensor). Host memory, read during the
+  // call (the launcher checks them and copies them to the GPU): one float per tensor, or, with
+  // descale_per_head, one per (batch, head): q_descale[b H_q + h], k_descale[b H_kv + h],
+  // v_descale[b H_kv + h]. Null for fp16/bf16 inputs.
+  const float* q_descale = nullptr;
+  const float* k_descale = nullptr;
+  const float* v_descale = nullptr;
+  bool descale_per_head = false;
 };
 
 // Fills the strides for the [B, H, N, d] layout ("BHND") or the [B, N, H, d] layout ("BNHD").

@@ -41,6 +41,10 @@ struct KernelInfo {
   // Highest compute capability * 10 the kernel runs on; 0 = no limit. The Hopper rungs (17+) are
   // built for sm_90a alone, whose instructions (wgmma, setmaxnreg) no other GPU has: 90.
   int max_sm = 0;
+  // The input type the kernel takes: false for fp16 and bf16 (every rung up to 23), true for
+  // e4m3 Q, K, V with descale factors (rung 24, which takes nothing else). why_unsupported
+  // refuses the other kind by this field.
+  bool fp8_inputs = false;
 
   std::string name() const;  // "01_naive"
 };
