@@ -31,12 +31,23 @@ namespace fl {
 // stride below 2^40 bytes, and the length N below 2^31, since the kernels pass box coordinates
 // as 32-bit signed integers. "" when they hold, else the broken rule naming the tensor ("K's
 // strides ...").
-std::string tma_rules(const char* tensor, const Strides& s, int64_t rows);
+// `elem_bytes`: the tensor's element size (2 for fp16/bf16, 1 for e4m3).
+std::string tma_rules(const char* tensor, const Strides& s, int64_t rows, int elem_bytes = 2);
 
 // Builds the 4-D map described above for a tensor of B x H x N x d 16-bit elements at `base`.
 // Throws CudaError when the driver entry point is missing or the encoder refuses the map (which
 // tma_rules should have prevented).
 CUtensorMap make_tensor_map_4d(const void* base, int64_t head_dim, int64_t rows, int64_t heads,
                                int64_t batch, const Strides& s, int box_rows);
+
+// The general form, for any element size: a tensor of B x H x rows x cols elements of
+// `elem_bytes` bytes (strides in elements), a box of box_cols x box_rows elements landing in the
+// 128-byte or 64-byte swizzle (`swizzle_bytes`; the box's inner extent, box_cols x elem_bytes,
+// must equal it). The map above is this one with 16-bit elements, 64-column boxes and the
+// 128-byte swizzle; rung 24 reads 8-bit e4m3 tiles through it (128 one-byte columns a row, or
+// 64 with the 64-byte swizzle at d = 64).
+CUtensorMap make_tensor_map_4d(const void* base, int elem_bytes, int64_t cols, int64_t rows,
+                               int64_t heads, int64_t batch, const Strides& s, int box_cols,
+                               int box_rows, int swizzle_bytes);
 
 }  // namespace fl
