@@ -103,6 +103,14 @@ TEST(GmmaDesc, TheTwoOperandKindsOfTheLadder) {
   const uint64_t d = gmma::kmajor_sw128(0x8400);
   EXPECT_EQ(gmma::decode(gmma::advance(d, 96)).start_addr, 0x8400u + 96);
   EXPECT_EQ(gmma::advance(d, 96) & ~uint64_t{0x3FFF}, d & ~uint64_t{0x3FFF});
+  // K-major in the 64-byte swizzle (rung 24's e4m3 Q and K at d = 64: 64-byte rows): SBO = 512
+  // (8 rows of 64 bytes), layout code 2.
+  const gmma::DescFields k64 = gmma::decode(gmma::kmajor_sw64(0x9000));
+  EXPECT_EQ(k64.start_addr, 0x9000u);
+  EXPECT_EQ(k64.sbo, 512u);
+  EXPECT_EQ(k64.lbo, 16u);
+  EXPECT_EQ(k64.layout, gmma::Layout::k64B);
+  EXPECT_EQ(gmma::kmajor_sw64(0x9000) >> 62, 2u);
 }
 
 TEST(Sw128, EveryRowIsAPermutationOfItsChunks) {
