@@ -4,6 +4,9 @@
 #include <cstdint>
 #include <limits>
 #include <sstream>
+#include <vector>
+
+#include "common/fp8.h"
 
 namespace fl {
 
@@ -25,6 +28,8 @@ AttnParams make_params(DType dtype, int64_t batch, int64_t heads, int64_t seqlen
                        int64_t seqlen_k, int64_t head_dim, bool causal, Layout layout) {
   AttnParams p;
   p.dtype = dtype;
+  // O has the inputs' type for fp16 and bf16; e4m3 inputs write fp16 unless told otherwise.
+  p.out_dtype = dtype == DType::e4m3 ? DType::f16 : dtype;
   p.batch = batch;
   p.heads_q = p.heads_kv = heads;
   p.seqlen_q = seqlen_q;
@@ -82,19 +87,96 @@ std::string check_shape(const AttnParams& p) {
   return "";
 }
 
+namespace {
+
+bool is_16bit(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+// The rules on the types: O's type against the inputs', and the descale factors, which e4m3
+// inputs need and fp16/bf16 inputs must not have. "" when they hold.
+std::string check_types(const AttnParams& p) {
+  std::ostringstream why;
+  if (is_16bit(p.dtype)) {
+    if (p.out_dtype != p.dtype) {
+      why << "O's dtype (out_dtype) must be the inputs' dtype for fp16 and bf16 inputs (got "
+          << to_string(p.dtype) << " inputs, " << to_string(p.out_dtype) << " O)";
+      return why.str();
+    }
+  } else if (p.dtype == DType::e4m3) {
+    if (!is_16bit(p.out_dtype)) {
+      why << "O's dtype (out_dtype) must be fp16 or bf16 for e4m3 inputs (got "
+          << to_string(p.out_dtype) << ")";
+      return why.str();
+    }
+  } else {
+    why << "dtype must be fp16, bf16 or e4m3 (got enum value " << static_cast<int>(p.dtype)
+        << ")";
+    return why.str();
+  }
+  return "";
+}
+
+// The descale rules, after the pointers and strides: e4m3 inputs need one finite factor > 0 per
+// tensor, or per (batch, head) with descale_per_head; fp16/bf16 inputs take none.
+std::string check_descales(const AttnParams& p) {
+  const struct {
+    const char* name;
+    const float* ptr;
+    int64_t heads;
+  } t[] = {{"Q", p.q_descale, p.heads_q},
+           {"K", p.k_descale, p.heads_kv},
+           {"V", p.v_descale, p.heads_kv}};
+  if (p.dtype != DType::e4m3) {
+    for (const auto& x : t) {
+      if (x.ptr != nullptr) {
+        return std::string("descale factors are for e4m3 inputs: ") + x.name +
+               "'s descale must be null for " + to_string(p.dtype) + " inputs";
+      }
+    }
+    if (p.descale_per_head) {
+      return std::string("descale factors are for e4m3 inputs: descale_per_head must be false "
+                         "for ") + to_string(p.dtype) + " inputs";
+    }
+    return "";
+  }
+  for (const auto& x : t) {
+    if (x.ptr == nullptr) {
+      return std::string("e4m3 inputs need descale factors (x = e4m3 * descale): ") + x.name +
+             "'s descale is a null pointer";
+    }
+    int64_t count = 1;
+    if (p.descale_per_head) {
+      if (p.batch > std::numeric_limits<int64_t>::max() / x.heads) {
+        return std::string(x.name) + "'s per-head descale count (B x H) overflows int64";
+      }
+      count = p.batch * x.heads;
+    }
+    const std::string bad = check_descale(x.name, std::vector<float>(x.ptr, x.ptr + count));
+    if (!bad.empty()) {
+      return bad + (p.descale_per_head ? " (per head: one factor per (b, h), factor b H + h)"
+                                       : " (one factor per tensor)");
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string check_common(const AttnParams& p) {
   const std::string shape = check_shape(p);
   if (!shape.empty()) return shape;
+  const std::string types = check_types(p);
+  if (!types.empty()) return types;
   std::ostringstream why;
+  const int64_t in_size = element_size(p.dtype), out_size = element_size(p.out_dtype);
   const struct {
     const char* name;
     const void* ptr;
     const Strides* s;
-    int64_t heads, rows;
-  } tensors[] = {{"Q", p.q, &p.q_stride, p.heads_q, p.seqlen_q},
-                 {"K", p.k, &p.k_stride, p.heads_kv, p.seqlen_k},
-                 {"V", p.v, &p.v_stride, p.heads_kv, p.seqlen_k},
-                 {"O", p.o, &p.o_stride, p.heads_q, p.seqlen_q}};
+    int64_t heads, rows, elem;
+  } tensors[] = {{"Q", p.q, &p.q_stride, p.heads_q, p.seqlen_q, in_size},
+                 {"K", p.k, &p.k_stride, p.heads_kv, p.seqlen_k, in_size},
+                 {"V", p.v, &p.v_stride, p.heads_kv, p.seqlen_k, in_size},
+                 {"O", p.o, &p.o_stride, p.heads_q, p.seqlen_q, out_size}};
   for (const auto& t : tensors) {
     if (t.ptr == nullptr) {
       why << t.name << " is a null pointer";
@@ -119,9 +201,13 @@ std::string check_common(const AttnParams& p) {
           << "): rows must not overlap";
       return why.str();
     }
-    if (s.row % 8 != 0 || s.head % 8 != 0 || s.batch % 8 != 0) {
-      why << t.name << " strides must be multiples of 8 elements (16 bytes), got batch="
-          << s.batch << " head=" << s.head << " row=" << s.row;
+    // Strides in bytes: every row, head and batch starts on a 16-byte boundary (8 elements of a
+    // 16-bit type, 16 of e4m3).
+    const int64_t per16 = 16 / t.elem;
+    if (s.row % per16 != 0 || s.head % per16 != 0 || s.batch % per16 != 0) {
+      why << t.name << " strides must be multiples of " << per16 << " elements (16 bytes"
+          << (t.elem == 1 ? " of e4m3" : "") << "), got batch=" << s.batch
+          << " head=" << s.head << " row=" << s.row;
       return why.str();
     }
     if (span_elements(s, p.batch, t.heads, t.rows, p.head_dim) < 0) {
@@ -132,7 +218,7 @@ std::string check_common(const AttnParams& p) {
   if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0) {
     return "LSE must be 4-byte aligned";
   }
-  return "";
+  return check_descales(p);
 }
 
 double attention_flops(const AttnParams& p) {
@@ -143,10 +229,11 @@ double attention_flops(const AttnParams& p) {
 }
 
 double minimum_bytes(const AttnParams& p) {
-  const double e = static_cast<double>(element_size(p.dtype));
-  const double qo = 2.0 * p.batch * p.heads_q * p.seqlen_q * p.head_dim;
+  const double in = static_cast<double>(element_size(p.dtype));
+  const double out = static_cast<double>(element_size(p.out_dtype));
+  const double q = 1.0 * p.batch * p.heads_q * p.seqlen_q * p.head_dim;  // Q read, O written
   const double kv = 2.0 * p.batch * p.heads_kv * p.seqlen_k * p.head_dim;
-  return (qo + kv) * e;
+  return (q + kv) * in + q * out;
 }
 
 double problem_intensity(const AttnParams& p) { return attention_flops(p) / minimum_bytes(p); }

@@ -66,7 +66,8 @@ struct AttnParams {
 enum class Layout { BHND, BNHD };
 Strides make_strides(Layout layout, int64_t heads, int64_t seqlen, int64_t head_dim);
 
-// A contiguous [B, H, N, d] problem with scale 1/sqrt(d); pointers left null.
+// A contiguous [B, H, N, d] problem with scale 1/sqrt(d); pointers left null. out_dtype is dtype
+// for fp16 and bf16, fp16 for e4m3 (descale pointers left null: the caller sets them).
 AttnParams make_params(DType dtype, int64_t batch, int64_t heads, int64_t seqlen_q,
                        int64_t seqlen_k, int64_t head_dim, bool causal = false,
                        Layout layout = Layout::BHND);
@@ -82,17 +83,21 @@ int64_t span_elements(const Strides& s, int64_t batch, int64_t heads, int64_t ro
 // of bounds).
 std::string check_shape(const AttnParams& p);
 
-// The rules every kernel shares: check_shape, then pointers non-null and 16-byte aligned,
-// head-dimension strides 1, row strides multiples of 8 elements (16 bytes) and >= d, offsets that
-// fit in int64, LSE 4-byte aligned. Returns "" when the parameters are well formed, else the
-// broken rule.
+// The rules every kernel shares: check_shape; O's type (out_dtype == dtype for fp16 and bf16
+// inputs, fp16 or bf16 for e4m3 inputs); pointers non-null and 16-byte aligned, head-dimension
+// strides 1, row, head and batch strides multiples of 16 bytes (8 elements of a 16-bit type, 16 of
+// e4m3; O's by out_dtype) and rows >= d apart, offsets that fit in int64, LSE 4-byte aligned; the
+// descale factors: for e4m3 inputs non-null and every factor finite and > 0 (1 per tensor, or
+// B x H_q for Q and B x H_kv for K and V with descale_per_head), for fp16/bf16 inputs null (and
+// descale_per_head false). Returns "" when the parameters are well formed, else the broken rule.
 std::string check_common(const AttnParams& p);
 
 // Attention FLOPs: 4 * B * H_q * Nq * Nk * d (two GEMMs of 2 FLOPs per multiply-add),
 // halved when causal (the convention of FlashAttention-2's benchmarks).
 double attention_flops(const AttnParams& p);
 
-// The bytes the whole problem must move at least: read Q, K, V once, write O once.
+// The bytes the whole problem must move at least: read Q, K, V once (element_size(dtype)), write
+// O once (element_size(out_dtype)).
 double minimum_bytes(const AttnParams& p);
 
 // Arithmetic intensity of the whole problem (FLOP / minimum byte).

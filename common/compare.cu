@@ -115,7 +115,8 @@ __global__ void bitwise_diff_kernel(OutView a, OutView b, int64_t n, unsigned lo
 }
 
 OutView view_of(const AttnParams& p, const void* out) {
-  return OutView{out, p.dtype, false, p.o_stride, p.heads_q, p.seqlen_q, p.head_dim};
+  // O's type: the inputs' for fp16/bf16, fp16 or bf16 for e4m3 inputs.
+  return OutView{out, p.out_dtype, false, p.o_stride, p.heads_q, p.seqlen_q, p.head_dim};
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ struct ErrorStats {
   double max_abs_ref = 0;    // max |ref|
 };
 
-// Statistics of `out` (p.dtype, p.o_stride layout) against `ref` (fp32, contiguous
+// Statistics of `out` (p.out_dtype, p.o_stride layout) against `ref` (fp32, contiguous
 // [B, H_q, Nq, d]).
 ErrorStats compare_output(const AttnParams& p, const void* out, const float* ref,
                           cudaStream_t stream = nullptr);
@@ -29,7 +29,8 @@ ErrorStats compare_output(const AttnParams& p, const void* out, const float* ref
 ErrorStats compare_fp32(const float* out, const float* ref, int64_t count,
                         cudaStream_t stream = nullptr);
 
-// Number of 16-bit elements that differ bitwise between two outputs of p's shape and strides.
+// Number of elements (16-bit: O is fp16 or bf16 for every input type) that differ bitwise
+// between two outputs of p's shape and strides.
 int64_t count_bitwise_differences(const AttnParams& p, const void* a, const void* b,
                                   cudaStream_t stream = nullptr);
 

@@ -1,7 +1,10 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -15,17 +18,20 @@ namespace fl {
 
 std::string ProblemSpec::describe() const {
   std::ostringstream os;
-  os << to_string(dtype) << " B=" << batch << " H=" << heads_q << "/" << heads_kv
+  os << to_string(dtype);
+  if (dtype == DType::e4m3) os << " O=" << to_string(out_dtype);
+  os << " B=" << batch << " H=" << heads_q << "/" << heads_kv
      << " Nq=" << seqlen_q << " Nk=" << seqlen_k << " d=" << head_dim
      << (causal ? " causal" : "") << (layout == Layout::BNHD ? " BNHD" : "");
+  if (dtype == DType::e4m3 && descale_per_head) os << " descale=head";
   if (input_std != 1.0f) os << " std=" << input_std;
   return os.str();
 }
 
 namespace {
 
-int64_t bytes_of(const AttnParams& p, const Strides& s, int64_t heads, int64_t rows) {
-  return span_elements(s, p.batch, heads, rows, p.head_dim) * element_size(p.dtype);
+int64_t bytes_of(const AttnParams& p, DType t, const Strides& s, int64_t heads, int64_t rows) {
+  return span_elements(s, p.batch, heads, rows, p.head_dim) * element_size(t);
 }
 
 // dst (p's layout, dtype) <- src (fp32, [B, H, N, d]).
@@ -60,6 +66,44 @@ AttnParams ProblemSpec::params() const {
   p.heads_kv = heads_kv;
   p.k_stride = p.v_stride = make_strides(layout, heads_kv, seqlen_k, head_dim);
   if (scale != 0.f) p.softmax_scale = scale;  // a bad scale is kept, for check_shape to report
+  if (dtype == DType::e4m3) {
+    p.out_dtype = out_dtype;  // a bad one is kept, for check_common to report
+    p.descale_per_head = descale_per_head;
+  }
+  return p;
+}
+
+namespace {
+
+// At least `count` floats equal to 1, alive until the program ends (earlier, shorter arrays are
+// kept, so a pointer handed out stays valid).
+const float* unit_factors(int64_t count) {
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<std::vector<float>>> arrays;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (arrays.empty() || static_cast<int64_t>(arrays.back()->size()) < count) {
+    arrays.push_back(std::make_unique<std::vector<float>>(std::max<int64_t>(count, 64), 1.f));
+  }
+  return arrays.back()->data();
+}
+
+}  // namespace
+
+AttnParams placeholder_params(const ProblemSpec& spec) {
+  AttnParams p = spec.params();
+  p.q = reinterpret_cast<void*>(0x1000);
+  p.k = reinterpret_cast<void*>(0x2000);
+  p.v = reinterpret_cast<void*>(0x3000);
+  p.o = reinterpret_cast<void*>(0x4000);
+  p.lse = spec.with_lse ? reinterpret_cast<float*>(0x5000) : nullptr;
+  // Per head: B x H_q factors (H_kv <= H_q). A shape too large for a placeholder array of them
+  // (more than 2^22) keeps null pointers, and check_common says so.
+  const bool small = spec.batch >= 1 && spec.heads_q >= 1 && spec.batch <= (int64_t{1} << 22) &&
+                     spec.heads_q <= (int64_t{1} << 22) / spec.batch;
+  if (spec.dtype == DType::e4m3 && (!p.descale_per_head || small)) {
+    const float* ones = unit_factors(p.descale_per_head ? spec.batch * spec.heads_q : 1);
+    p.q_descale = p.k_descale = p.v_descale = ones;
+  }
   return p;
 }
 
@@ -67,10 +111,14 @@ Problem::Problem(const ProblemSpec& spec) : spec_(spec), params_(spec.params()) 
   const std::string bad = check_shape(params_);
   if (!bad.empty()) throw std::invalid_argument("problem " + spec.describe() + ": " + bad);
   AttnParams& p = params_;
-  q.resize(bytes_of(p, p.q_stride, p.heads_q, p.seqlen_q));
-  k.resize(bytes_of(p, p.k_stride, p.heads_kv, p.seqlen_k));
-  v.resize(bytes_of(p, p.v_stride, p.heads_kv, p.seqlen_k));
-  o.resize(bytes_of(p, p.o_stride, p.heads_q, p.seqlen_q));
+  if (p.dtype == DType::e4m3 && p.out_dtype != DType::f16 && p.out_dtype != DType::bf16) {
+    throw std::invalid_argument("problem " + spec.describe() +
+                                ": O's dtype (out_dtype) must be fp16 or bf16 for e4m3 inputs");
+  }
+  q.resize(bytes_of(p, p.dtype, p.q_stride, p.heads_q, p.seqlen_q));
+  k.resize(bytes_of(p, p.dtype, p.k_stride, p.heads_kv, p.seqlen_k));
+  v.resize(bytes_of(p, p.dtype, p.v_stride, p.heads_kv, p.seqlen_k));
+  o.resize(bytes_of(p, p.out_dtype, p.o_stride, p.heads_q, p.seqlen_q));
   o2.resize(o.bytes());
   if (spec.with_lse) lse.resize(p.batch * p.heads_q * p.seqlen_q * sizeof(float));
   p.q = q.get();
@@ -79,11 +127,40 @@ Problem::Problem(const ProblemSpec& spec) : spec_(spec), params_(spec.params()) 
   p.o = o.get();
   p.lse = spec.with_lse ? lse.as<float>() : nullptr;
   // Distinct streams of numbers for Q, K and V from one seed.
-  fill_randn(q.get(), p.dtype, q.bytes() / 2, spec.seed * 3 + 0, spec.input_std);
-  fill_randn(k.get(), p.dtype, k.bytes() / 2, spec.seed * 3 + 1, spec.input_std);
-  fill_randn(v.get(), p.dtype, v.bytes() / 2, spec.seed * 3 + 2, spec.input_std);
+  if (p.dtype != DType::e4m3) {
+    fill_randn(q.get(), p.dtype, q.bytes() / 2, spec.seed * 3 + 0, spec.input_std);
+    fill_randn(k.get(), p.dtype, k.bytes() / 2, spec.seed * 3 + 1, spec.input_std);
+    fill_randn(v.get(), p.dtype, v.bytes() / 2, spec.seed * 3 + 2, spec.input_std);
+  } else {
+    // The same numbers in fp32 (element i of the buffer gets the value fill_randn would round),
+    // quantised per tensor or per head in place of a rounding.
+    const struct {
+      DeviceBuffer* buf;
+      const Strides* s;
+      int64_t heads, rows;
+      std::vector<float>* descale;
+    } t[] = {{&q, &p.q_stride, p.heads_q, p.seqlen_q, &q_descale_},
+             {&k, &p.k_stride, p.heads_kv, p.seqlen_k, &k_descale_},
+             {&v, &p.v_stride, p.heads_kv, p.seqlen_k, &v_descale_}};
+    for (int i = 0; i < 3; ++i) {
+      const int64_t n = static_cast<int64_t>(t[i].buf->bytes());  // one byte an element
+      DeviceBuffer values(n * sizeof(float));
+      fill_randn_fp32(values.as<float>(), n, spec.seed * 3 + i, spec.input_std);
+      FL_CUDA_CHECK(cudaMemset(t[i].buf->get(), 0, t[i].buf->bytes()));
+      *t[i].descale = quantize_e4m3_device(values.as<float>(), *t[i].s, t[i].buf->get(), *t[i].s,
+                                           p.batch, t[i].heads, t[i].rows, p.head_dim,
+                                           p.descale_per_head);
+    }
+    point_at_descales();
+  }
   poison_output();
   FL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void Problem::point_at_descales() {
+  params_.q_descale = q_descale_.data();
+  params_.k_descale = k_descale_.data();
+  params_.v_descale = v_descale_.data();
 }
 
 void Problem::set_inputs(const float* hq, const float* hk, const float* hv) {
@@ -93,18 +170,26 @@ void Problem::set_inputs(const float* hq, const float* hk, const float* hv) {
     void* dst;
     const Strides* s;
     int64_t heads, rows;
-  } t[] = {{hq, q.get(), &p.q_stride, p.heads_q, p.seqlen_q},
-           {hk, k.get(), &p.k_stride, p.heads_kv, p.seqlen_k},
-           {hv, v.get(), &p.v_stride, p.heads_kv, p.seqlen_k}};
+    std::vector<float>* descale;
+  } t[] = {{hq, q.get(), &p.q_stride, p.heads_q, p.seqlen_q, &q_descale_},
+           {hk, k.get(), &p.k_stride, p.heads_kv, p.seqlen_k, &k_descale_},
+           {hv, v.get(), &p.v_stride, p.heads_kv, p.seqlen_k, &v_descale_}};
   for (const auto& x : t) {
     const int64_t n = p.batch * x.heads * x.rows * p.head_dim;
     DeviceBuffer tmp(n * sizeof(float));
     FL_CUDA_CHECK(cudaMemcpy(tmp.get(), x.src, n * sizeof(float), cudaMemcpyHostToDevice));
+    if (p.dtype == DType::e4m3) {
+      const Strides dense = make_strides(Layout::BHND, x.heads, x.rows, p.head_dim);
+      *x.descale = quantize_e4m3_device(tmp.as<float>(), dense, x.dst, *x.s, p.batch, x.heads,
+                                        x.rows, p.head_dim, p.descale_per_head);
+      continue;
+    }
     scatter_from_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(x.dst, p.dtype, *x.s, tmp.as<float>(), x.heads,
                                             x.rows, p.head_dim, n);
     FL_CHECK_LAUNCH();
     FL_CUDA_CHECK(cudaDeviceSynchronize());
   }
+  if (p.dtype == DType::e4m3) point_at_descales();
 }
 
 void Problem::poison_output(cudaStream_t stream) {
@@ -118,7 +203,7 @@ std::vector<float> Problem::output_host() const {
   const AttnParams& p = params_;
   const int64_t n = p.batch * p.heads_q * p.seqlen_q * p.head_dim;
   DeviceBuffer tmp(n * sizeof(float));
-  gather_to_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(tmp.as<float>(), p.o, p.dtype, p.o_stride, p.heads_q,
+  gather_to_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(tmp.as<float>(), p.o, p.out_dtype, p.o_stride, p.heads_q,
                                        p.seqlen_q, p.head_dim, n);
   FL_CHECK_LAUNCH();
   std::vector<float> host(n);
@@ -137,6 +222,12 @@ Reference::Reference(const Problem& problem, CublasHandle& cublas) {
   DeviceBuffer lowp(n * sizeof(float));
   reference_attention(p, RefPrecision::kLowp, lowp.as<float>(), nullptr, cublas.get());
   lowp_err_ = compare_fp32(lowp.as<float>(), out32_.as<float>(), n).max_abs_err;
+  if (p.dtype == DType::e4m3) {
+    // No fp8 kernel stores S: the scores reference is the low-precision one (reference.h).
+    lowp_scores_err_ = lowp_err_;
+    lse_lowp_scores_err_ = 0;
+    return;
+  }
   DeviceBuffer lse_lowp(rows * sizeof(float));
   reference_attention(p, RefPrecision::kLowpScores, lowp.as<float>(), lse_lowp.as<float>(),
                       cublas.get());

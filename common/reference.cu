@@ -1,13 +1,17 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <vector>
 
 #include "common/cuda_check.h"
 #include "common/device_buffer.h"
 #include "common/elementwise.cuh"
+#include "common/fp8.h"
 #include "common/reference.h"
 
 namespace fl {
@@ -21,8 +25,15 @@ CublasHandle::~CublasHandle() { cublasDestroy(handle_); }
 
 namespace {
 
+// An e4m3 value (every one of them is exact in fp16) as a float; NaN stays NaN.
+__device__ float e4m3_to_float(uint8_t bits) {
+  const __half_raw h = __nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(bits), __NV_E4M3);
+  return __half2float(__half(h));
+}
+
 __device__ float load_as_float(const void* base, DType dtype, int64_t offset) {
   if (dtype == DType::f16) return __half2float(static_cast<const __half*>(base)[offset]);
+  if (dtype == DType::e4m3) return e4m3_to_float(static_cast<const uint8_t*>(base)[offset]);
   return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[offset]);
 }
 
@@ -31,18 +42,30 @@ __device__ float round_to(DType dtype, float x) {
   return __bfloat162float(__float2bfloat16_rn(x));
 }
 
+// P of the FP8 rung: e4m3(448 e) / 448 for e = exp(s - m) in [0, 1] (round to nearest even,
+// saturating: 448 e <= 448).
+__device__ float round_p_e4m3(float e) {
+  const __nv_fp8_storage_t q = __nv_cvt_float_to_fp8(kE4m3Max * e, __NV_SATFINITE, __NV_E4M3);
+  return e4m3_to_float(static_cast<uint8_t>(q)) / kE4m3Max;
+}
+
 // dst[c, n, :] (contiguous fp32) = src[b, h, n, :] for the chunk of (b, h_q) pairs
-// [first, first + count); for K and V, h is the KV head of query head h_q (GQA).
+// [first, first + count); for K and V, h is the KV head of query head h_q (GQA). e4m3 inputs
+// are multiplied by their descale factor: descale[0], or descale[b * heads + h] when per_head
+// (heads: the tensor's own, H_q / group).
 __global__ void gather_fp32(float* dst, const void* src, DType dtype, Strides s, int64_t first,
                             int64_t heads_q, int64_t group, int64_t rows, int64_t head_dim,
-                            int64_t total) {
+                            int64_t total, const float* descale, bool per_head) {
+  const int64_t heads = heads_q / group;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t col = i % head_dim;
     const int64_t row = (i / head_dim) % rows;
     const int64_t pair = first + i / (head_dim * rows);
     const int64_t b = pair / heads_q, h = (pair % heads_q) / group;
-    dst[i] = load_as_float(src, dtype, b * s.batch + h * s.head + row * s.row + col);
+    float x = load_as_float(src, dtype, b * s.batch + h * s.head + row * s.row + col);
+    if (descale != nullptr) x *= descale[per_head ? b * heads + h : 0];
+    dst[i] = x;
   }
 }
 
@@ -82,6 +105,11 @@ __global__ void softmax_rows(float* s, float* lse, int64_t first_row, int64_t ro
   for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) sum += red[w];
   const float inv = visible > 0 ? 1.0f / sum : 0.f;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    if (round_p && dtype == DType::e4m3) {
+      // The FP8 rung's P: quantised relative to the row max, normalised by the unrounded sum.
+      row[j] = j < visible ? round_p_e4m3(expf(row[j] - m)) * inv : 0.f;
+      continue;
+    }
     float p = j < visible ? expf(row[j] - m) * inv : 0.f;
     row[j] = round_p ? round_to(dtype, p) : p;
   }
@@ -110,18 +138,39 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
       v32(chunk * nk * d * sizeof(float)), s32(chunk * per_pair);
   FL_CUBLAS_CHECK(cublasSetStream(handle, stream));
   const bool lowp = precision != RefPrecision::kFp32;
-  const bool round_s = precision == RefPrecision::kLowpScores;
+  const bool fp8 = p.dtype == DType::e4m3;
+  // No fp8 kernel stores S: for e4m3 inputs kLowpScores is kLowp.
+  const bool round_s = precision == RefPrecision::kLowpScores && !fp8;
+  // The descale factors of e4m3 inputs, on the device (null for fp16/bf16).
+  DeviceBuffer descales;
+  const float *q_descale = nullptr, *k_descale = nullptr, *v_descale = nullptr;
+  if (fp8) {
+    if (p.q_descale == nullptr || p.k_descale == nullptr || p.v_descale == nullptr) {
+      throw std::invalid_argument("reference_attention: e4m3 inputs need their descale factors");
+    }
+    const int64_t nq_f = p.descale_per_head ? p.batch * p.heads_q : 1;
+    const int64_t nkv_f = p.descale_per_head ? p.batch * p.heads_kv : 1;
+    std::vector<float> all(p.q_descale, p.q_descale + nq_f);
+    all.insert(all.end(), p.k_descale, p.k_descale + nkv_f);
+    all.insert(all.end(), p.v_descale, p.v_descale + nkv_f);
+    descales.resize(all.size() * sizeof(float));
+    FL_CUDA_CHECK(cudaMemcpyAsync(descales.get(), all.data(), descales.bytes(),
+                                  cudaMemcpyHostToDevice, stream));
+    q_descale = descales.as<float>();
+    k_descale = q_descale + nq_f;
+    v_descale = k_descale + nkv_f;
+  }
   for (int64_t first = 0; first < pairs; first += chunk) {
     const int64_t count = std::min(chunk, pairs - first);
     const int64_t nq_el = count * nq * d, nk_el = count * nk * d;
     gather_fp32<<<elementwise_grid(nq_el), kElementwiseThreads, 0, stream>>>(q32.as<float>(), p.q, p.dtype, p.q_stride,
-                                                     first, p.heads_q, 1, nq, d, nq_el);
+                                                     first, p.heads_q, 1, nq, d, nq_el, q_descale, p.descale_per_head);
     FL_CHECK_LAUNCH();
     gather_fp32<<<elementwise_grid(nk_el), kElementwiseThreads, 0, stream>>>(k32.as<float>(), p.k, p.dtype, p.k_stride,
-                                                     first, p.heads_q, group, nk, d, nk_el);
+                                                     first, p.heads_q, group, nk, d, nk_el, k_descale, p.descale_per_head);
     FL_CHECK_LAUNCH();
     gather_fp32<<<elementwise_grid(nk_el), kElementwiseThreads, 0, stream>>>(v32.as<float>(), p.v, p.dtype, p.v_stride,
-                                                     first, p.heads_q, group, nk, d, nk_el);
+                                                     first, p.heads_q, group, nk, d, nk_el, v_descale, p.descale_per_head);
     FL_CHECK_LAUNCH();
     // S (row-major Nq x Nk) = scale * Q K^T, i.e. column-major S^T (Nk x Nq) = K Q^T.
     const float alpha = p.softmax_scale, beta = 0.f, one = 1.f;
@@ -141,7 +190,7 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
         s32.as<float>(), static_cast<int>(nk), nq * nk, &beta, o_chunk, static_cast<int>(d),
         nq * d, static_cast<int>(count)));
     if (lowp) {
-      round_in_place<<<elementwise_grid(nq_el), kElementwiseThreads, 0, stream>>>(o_chunk, nq_el, p.dtype);
+      round_in_place<<<elementwise_grid(nq_el), kElementwiseThreads, 0, stream>>>(o_chunk, nq_el, p.out_dtype);
       FL_CHECK_LAUNCH();
     }
   }
