@@ -1,5 +1,7 @@
 // Bad input, for every registered kernel: each rule of check_common, and each kernel's own rule on
-// the head dimension, is broken in turn on an otherwise valid problem. The contract
+// the head dimension, is broken in turn on an otherwise valid problem in the kernel's input type
+// (fp16 for the 16-bit rungs, e4m3 with descale factors for a kernel with fp8_inputs), and each
+// kernel is handed the input type it does not take. The contract
 // (docs/contract.md): the call throws fl::UnsupportedError whose message names the kernel and the
 // rule, before anything is launched, so O and the LSE stay bitwise as they were; the C API
 // (tools/fl_api.h) returns FL_UNSUPPORTED with the same message.
@@ -16,6 +18,7 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -92,15 +95,31 @@ struct Buffers {
 
 constexpr unsigned char kPoison = 0xFF;
 
-// The base problem: valid for every kernel (fp16, B = 1, H_q = 4 over H_kv = 2, Nq = Nk = 256,
-// d = 128, non-causal, with LSE), so that each case breaks exactly the rule it names.
-fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128) {
-  fl::AttnParams p = fl::make_params(fl::DType::f16, 1, 4, 256, 256, head_dim);
+// Descale factors of 1, more than any case below needs (B x H_q = 4), alive for the whole run.
+const float* unit_descales() {
+  static const std::vector<float> ones(64, 1.f);
+  return ones.data();
+}
+
+// The input type of kernel k's base problem: the one it takes.
+fl::DType input_type(const fl::KernelInfo& k) {
+  return k.fp8_inputs ? fl::DType::e4m3 : fl::DType::f16;
+}
+
+// The base problem: valid for every kernel that takes `t` (B = 1, H_q = 4 over H_kv = 2,
+// Nq = Nk = 256, d = 128, non-causal, with LSE; e4m3 inputs with an fp16 O and descale factors of
+// 1 per tensor), so that each case breaks exactly the rule it names.
+fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128, fl::DType t = fl::DType::f16) {
+  fl::AttnParams p = fl::make_params(t, 1, 4, 256, 256, head_dim);
   p.heads_kv = 2;
-  // Rows padded to a multiple of 8 elements, for a head dim that is not one (16-byte rows).
-  const int64_t row = (head_dim + 7) / 8 * 8;
-  p.q_stride = p.o_stride = {p.heads_q * 256 * row, 256 * row, row};
+  // Rows padded to 16 bytes (8 elements of 16 bits, 16 of e4m3), for a head dim that is not a
+  // multiple; O is 16-bit whatever the inputs.
+  const int64_t per16 = 16 / fl::element_size(t);
+  const int64_t row = (head_dim + per16 - 1) / per16 * per16, orow = (head_dim + 7) / 8 * 8;
+  p.q_stride = {p.heads_q * 256 * row, 256 * row, row};
+  p.o_stride = {p.heads_q * 256 * orow, 256 * orow, orow};
   p.k_stride = p.v_stride = {p.heads_kv * 256 * row, 256 * row, row};
+  if (t == fl::DType::e4m3) p.q_descale = p.k_descale = p.v_descale = unit_descales();
   p.q = b.q.get();
   p.k = b.k.get();
   p.v = b.v.get();
@@ -114,16 +133,24 @@ fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128) {
 // of each track, 16 and 23.
 bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
   if (k.number == 0) return d % 8 == 0;
-  if (k.number == 16 || k.number == 23) return d == 64 || d == 128 || d == 256;
+  // 16 and 23, and the FP8 rung (24), which is rung 23's contract in e4m3.
+  if (k.number == 16 || k.number >= 23) return d == 64 || d == 128 || d == 256;
   if (k.number >= 17 && k.number <= 22) return d == 128;  // the Hopper rungs before the final one
   return d == 64 || d == 128;
 }
 const int64_t kHeadDims[] = {8, 20, 32, 36, 48, 64, 96, 100, 128, 192, 256, 512};
 
 // fl::AttnParams -> the C API's struct, field for field.
+int type_code(fl::DType t) { return t == fl::DType::f16 ? 0 : t == fl::DType::bf16 ? 1 : 2; }
+
 fl_attention_params to_c(const fl::AttnParams& p) {
   fl_attention_params c{};
-  c.dtype = p.dtype == fl::DType::f16 ? 0 : 1;
+  c.dtype = type_code(p.dtype);
+  c.out_dtype = type_code(p.out_dtype);
+  c.q_descale = p.q_descale;
+  c.k_descale = p.k_descale;
+  c.v_descale = p.v_descale;
+  c.descale_per_head = p.descale_per_head ? 1 : 0;
   c.batch = p.batch;
   c.heads_q = p.heads_q;
   c.heads_kv = p.heads_kv;
@@ -199,9 +226,10 @@ struct BadCase {
   std::function<void(fl::AttnParams&)> apply;
 };
 
-// Every bad input of the contract, as changes to the base problem.
-std::vector<BadCase> bad_cases() {
+// Every bad input of the contract, as changes to the base problem of input type t.
+std::vector<BadCase> bad_cases(fl::DType type) {
   std::vector<BadCase> cases;
+  const bool fp8 = type == fl::DType::e4m3;
   using P = fl::AttnParams;
   const struct {
     const char* name;
@@ -237,8 +265,20 @@ std::vector<BadCase> bad_cases() {
     }
     cases.push_back({n + " row stride < d", n + " row stride",
                      [t](P& p) { (p.*t.stride).row = p.head_dim - 8; }});
-    cases.push_back({n + " row stride not a multiple of 8", n + " strides must be multiples of 8",
+    // 16 bytes: 8 elements of O and of 16-bit inputs, 16 of e4m3 inputs.
+    const std::string per16 = fp8 && n != "O" ? "16" : "8";
+    cases.push_back({n + " row stride not a multiple of " + per16,
+                     n + " strides must be multiples of " + per16 + " elements (16 bytes",
                      [t](P& p) { (p.*t.stride).row = p.head_dim + 4; }});
+    if (fp8 && n != "O") {
+      // 8 elements of e4m3 are 8 bytes: a 16-bit rule in elements would let this through.
+      cases.push_back({n + " row stride 8 elements past d (8 bytes of e4m3)",
+                       n + " strides must be multiples of 16 elements (16 bytes of e4m3)",
+                       [t](P& p) { (p.*t.stride).row = p.head_dim + 8; }});
+      cases.push_back({n + " head stride not a multiple of 16 bytes",
+                       n + " strides must be multiples of 16 elements",
+                       [t](P& p) { (p.*t.stride).head += 8; }});
+    }
     cases.push_back({n + " negative head stride", n + " strides must be >= 0",
                      [t](P& p) { (p.*t.stride).head = -8; }});
   }
@@ -273,6 +313,51 @@ std::vector<BadCase> bad_cases() {
     cases.push_back({"scale " + std::to_string(scale), "softmax_scale must be finite and > 0",
                      [scale](P& p) { p.softmax_scale = scale; }});
   }
+  // The types and the descale factors.
+  const struct {
+    const char* name;
+    const float* P::*ptr;
+    bool kv;  // B x H_kv factors per head, else B x H_q
+  } descales[] = {{"Q", &P::q_descale, false}, {"K", &P::k_descale, true},
+                  {"V", &P::v_descale, true}};
+  if (!fp8) {
+    cases.push_back({"O bf16 for fp16 inputs",
+                     "O's dtype (out_dtype) must be the inputs' dtype for fp16 and bf16 inputs",
+                     [](P& p) { p.out_dtype = fl::DType::bf16; }});
+    for (const auto& d : descales) {
+      cases.push_back({std::string(d.name) + " descale set on fp16 inputs",
+                       std::string("descale factors are for e4m3 inputs: ") + d.name +
+                           "'s descale must be null for fp16 inputs",
+                       [d](P& p) { p.*d.ptr = unit_descales(); }});
+    }
+    cases.push_back({"descale_per_head on fp16 inputs",
+                     "descale factors are for e4m3 inputs: descale_per_head must be false",
+                     [](P& p) { p.descale_per_head = true; }});
+    return cases;
+  }
+  for (const auto& d : descales) {
+    const std::string n = d.name;
+    cases.push_back({n + " descale null", "e4m3 inputs need descale factors (x = e4m3 * descale): " +
+                                              n + "'s descale is a null pointer",
+                     [d](P& p) { p.*d.ptr = nullptr; }});
+    for (float bad : {0.f, -1.f, std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::infinity(), -0.f}) {
+      for (bool per_head : {false, true}) {
+        // Per head, the bad factor is the last of the tensor's B x H (B = 1; H_q = 4, H_kv = 2):
+        // the count is B x H_q for Q, B x H_kv for K and V.
+        auto factors = std::make_shared<std::vector<float>>(64, 1.f);
+        const int index = per_head ? (d.kv ? 1 : 3) : 0;
+        (*factors)[index] = bad;
+        cases.push_back({n + " descale " + std::to_string(bad) + (per_head ? " per head" : ""),
+                         n + "'s descale factors must be finite and > 0 (factor " +
+                             std::to_string(index) + " is",
+                         [d, factors, per_head](P& p) {
+                           p.*d.ptr = factors->data();
+                           p.descale_per_head = per_head;
+                         }});
+      }
+    }
+  }
   return cases;
 }
 
@@ -281,10 +366,10 @@ class BadInputTest : public ::testing::TestWithParam<const fl::KernelInfo*> {};
 TEST_P(BadInputTest, RefusedBeforeLaunchNamingKernelAndRule) {
   const fl::KernelInfo& k = *GetParam();
   Buffers b(fl::gpu_available());
-  const fl::AttnParams base = base_params(b);
+  const fl::AttnParams base = base_params(b, 128, input_type(k));
   // The base problem is valid: each case below breaks only the rule it names.
   ASSERT_EQ(fl::why_unsupported(k, base), "") << k.name();
-  for (const BadCase& c : bad_cases()) {
+  for (const BadCase& c : bad_cases(input_type(k))) {
     SCOPED_TRACE(k.name() + ": " + c.name);
     fl::AttnParams p = base;
     c.apply(p);
@@ -300,7 +385,7 @@ TEST_P(BadInputTest, HeadDimsAreTheContractsExactly) {
   int refused = 0;
   for (int64_t d : kHeadDims) {
     SCOPED_TRACE(k.name() + ": d = " + std::to_string(d));
-    const fl::AttnParams p = base_params(b, d);
+    const fl::AttnParams p = base_params(b, d, input_type(k));
     if (claims_head_dim(k, d)) {
       EXPECT_EQ(fl::why_unsupported(k, p), "");
     } else {
@@ -309,6 +394,31 @@ TEST_P(BadInputTest, HeadDimsAreTheContractsExactly) {
     }
   }
   EXPECT_GE(refused, 3) << k.name() << ": the list must hold head dims the kernel refuses";
+}
+
+TEST_P(BadInputTest, TheOtherInputTypeIsRefused) {
+  // A kernel handed a problem, valid in every other respect, of the input type it does not take:
+  // the 16-bit rungs refuse e4m3 inputs, a kernel with fp8_inputs fp16 and bf16 ones, by the
+  // rule of why_unsupported.
+  const fl::KernelInfo& k = *GetParam();
+  Buffers b(fl::gpu_available());
+  if (k.fp8_inputs) {
+    for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+      SCOPED_TRACE(k.name() + ": " + fl::to_string(t));
+      const fl::AttnParams p = base_params(b, 128, t);
+      ASSERT_EQ(fl::check_common(p), "");
+      expect_refused(k, p, std::string("takes e4m3 inputs only (got ") + fl::to_string(t) + ")",
+                     b);
+    }
+  } else {
+    for (fl::DType out : {fl::DType::f16, fl::DType::bf16}) {
+      SCOPED_TRACE(k.name() + ": e4m3 -> " + fl::to_string(out));
+      fl::AttnParams p = base_params(b, 128, fl::DType::e4m3);
+      p.out_dtype = out;
+      ASSERT_EQ(fl::check_common(p), "");
+      expect_refused(k, p, "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 24", b);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ladder, BadInputTest, ::testing::ValuesIn(fl::all_kernels()),
@@ -365,14 +475,59 @@ TEST(CApi, DimStridesLeftZeroAreRefused) {
 TEST(CApi, BadDtypeAndNullParamsAreRefusedNamingTheKernel) {
   Buffers b(fl::gpu_available());
   fl_attention_params c = valid_c_params(b);
-  c.dtype = 2;
+  c.dtype = 3;
   char err[1024];
   const int number = fl_kernel_number(0);
   const std::string name = fl_kernel_name(0);
   EXPECT_EQ(fl_run(number, &c, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
-  EXPECT_EQ(std::string(err), "kernel " + name + ": dtype must be 0 (fp16) or 1 (bf16), got 2");
+  EXPECT_EQ(std::string(err),
+            "kernel " + name + ": dtype must be 0 (fp16), 1 (bf16) or 2 (e4m3), got 3");
+  c = valid_c_params(b);
+  c.out_dtype = 2;  // e4m3 is an input type only
+  EXPECT_EQ(fl_run(number, &c, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
+  EXPECT_EQ(std::string(err), "kernel " + name + ": out_dtype must be 0 (fp16) or 1 (bf16), got 2");
+  c = valid_c_params(b);
   EXPECT_EQ(fl_run(number, nullptr, nullptr, err, sizeof(err)), FL_UNSUPPORTED);
   EXPECT_EQ(std::string(err), "kernel " + name + ": params is a null pointer");
+}
+
+TEST(CApi, E4m3FieldsReachTheRules) {
+  // dtype 2 with out_dtype and the descale pointers: a valid e4m3 call is what check_common
+  // accepts (refused by a 16-bit kernel for its input type alone), and each field is read.
+  Buffers b(fl::gpu_available());
+  fl_attention_params c = to_c(base_params(b, 128, fl::DType::e4m3));
+  ASSERT_EQ(c.dtype, 2);
+  c.out_dtype = 1;
+  char why[1024];
+  ASSERT_NE(fl::find_kernel("00"), nullptr);
+  EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
+  EXPECT_EQ(std::string(why),
+            "kernel 00_cublas: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 24");
+  c.v_descale = nullptr;
+  EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
+  EXPECT_NE(std::string(why).find("V's descale is a null pointer"), std::string::npos) << why;
+  const float factors[4] = {1.f, 1.f, 1.f, 0.f};  // Q per head: B x H_q = 4 factors
+  c.v_descale = c.k_descale;
+  c.q_descale = factors;
+  EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
+  EXPECT_NE(std::string(why).find("takes fp16 and bf16 inputs"), std::string::npos) << why;
+  c.descale_per_head = 1;
+  EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
+  EXPECT_NE(std::string(why).find("Q's descale factors must be finite and > 0 (factor 3 is"),
+            std::string::npos)
+      << why;
+  // fp16 inputs: out_dtype must be 0, the descale pointers null.
+  c = valid_c_params(b);
+  c.out_dtype = 1;
+  EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
+  EXPECT_NE(std::string(why).find("O's dtype (out_dtype) must be the inputs' dtype"),
+            std::string::npos)
+      << why;
+  c.out_dtype = 0;
+  c.q_descale = factors;
+  EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
+  EXPECT_NE(std::string(why).find("descale factors are for e4m3 inputs"), std::string::npos)
+      << why;
 }
 
 TEST(CApi, UnknownKernelNumber) {

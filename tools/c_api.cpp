@@ -26,10 +26,21 @@ void write_message(char* buf, size_t len, const std::string& msg) {
 // fl_attention_params -> fl::AttnParams; "" on success, else what is wrong with the struct.
 std::string to_params(const fl_attention_params* c, fl::AttnParams* p) {
   if (c == nullptr) return "params is a null pointer";
-  if (c->dtype != 0 && c->dtype != 1) {
-    return "dtype must be 0 (fp16) or 1 (bf16), got " + std::to_string(c->dtype);
+  if (c->dtype != 0 && c->dtype != 1 && c->dtype != 2) {
+    return "dtype must be 0 (fp16), 1 (bf16) or 2 (e4m3), got " + std::to_string(c->dtype);
   }
-  p->dtype = c->dtype == 0 ? fl::DType::f16 : fl::DType::bf16;
+  if (c->out_dtype != 0 && c->out_dtype != 1) {
+    return "out_dtype must be 0 (fp16) or 1 (bf16), got " + std::to_string(c->out_dtype);
+  }
+  static constexpr fl::DType kTypes[] = {fl::DType::f16, fl::DType::bf16, fl::DType::e4m3};
+  p->dtype = kTypes[c->dtype];
+  // check_common holds the rest: out_dtype equal to dtype for fp16/bf16 inputs, the descale
+  // factors for e4m3 inputs and none for the others.
+  p->out_dtype = kTypes[c->out_dtype];
+  p->q_descale = c->q_descale;
+  p->k_descale = c->k_descale;
+  p->v_descale = c->v_descale;
+  p->descale_per_head = c->descale_per_head != 0;
   p->batch = c->batch;
   p->heads_q = c->heads_q;
   p->heads_kv = c->heads_kv;

@@ -23,14 +23,18 @@
  *                   + [(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse")]
  *                   + [(f"{t}_stride_{s}", I64) for t in "qkvo"
  *                      for s in ("batch", "head", "row")]
- *                   + [(f"{t}_stride_dim", I64) for t in "qkvo"])
+ *                   + [(f"{t}_stride_dim", I64) for t in "qkvo"]
+ *                   + [("out_dtype", ctypes.c_int)]
+ *                   + [(f"{t}_descale", ctypes.POINTER(ctypes.c_float)) for t in "qkv"]
+ *                   + [("descale_per_head", ctypes.c_int)])
  *   assert lib.fl_params_size() == ctypes.sizeof(Params)
  *   lib.fl_kernel_name.restype = ctypes.c_char_p
  *   q, k, v = (torch.randn(2, 4, 1024, 128, device="cuda", dtype=torch.half) for _ in range(3))
  *   o = torch.empty_like(q)
  *   p = Params(dtype=0, batch=2, heads_q=4, heads_kv=4, seqlen_q=1024, seqlen_k=1024,
  *              head_dim=128, causal=0, softmax_scale=128 ** -0.5,
- *              q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=None)
+ *              q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=None,
+ *              out_dtype=0)                          # O's type: the inputs' for fp16/bf16
  *   lib.fl_set_contiguous_strides(ctypes.byref(p))  # or copy tensor.stride() into the fields,
  *                                                   # x_stride_dim included (it must be 1)
  *   err = ctypes.create_string_buffer(512)
@@ -68,9 +72,18 @@ enum {
  *   O[b, h, i, :] = softmax_j(scale * Q[b, h, i, :] . K[b, h / G, j, :]) . V[b, h / G, j, :]
  * with G = heads_q / heads_kv. Strides are in elements. The head dimension must be contiguous:
  * every x_stride_dim must be 1 (a zero-initialised struct is refused until they are set). They
- * come last so that the fields before them keep their places. */
+ * come after the older fields so that those keep their places; the fields of e4m3 inputs come
+ * last, for the same reason.
+ *
+ * e4m3 inputs (dtype 2, OCP FP8 e4m3: the kernels that take them, rung 24, take nothing else):
+ * out_dtype is O's type (0 = fp16, 1 = bf16), and the descale factors give back the caller's
+ * values, x = e4m3 * descale: HOST pointers (read during the call), one float per tensor, or with
+ * descale_per_head = 1 one per (batch, head): q_descale[b * heads_q + h],
+ * k_descale[b * heads_kv + h], v_descale[b * heads_kv + h]; every factor finite and > 0. For fp16
+ * and bf16 inputs out_dtype must equal dtype (O has the inputs' type) and the descale pointers
+ * must be NULL (descale_per_head 0). */
 typedef struct fl_attention_params {
-  int dtype;                /* 0 = fp16, 1 = bf16 (Q, K, V and O) */
+  int dtype;                /* Q, K, V: 0 = fp16, 1 = bf16, 2 = e4m3 */
   int64_t batch;            /* B */
   int64_t heads_q;          /* H_q */
   int64_t heads_kv;         /* H_kv; H_q must be a multiple of it */
@@ -89,6 +102,11 @@ typedef struct fl_attention_params {
   int64_t v_stride_batch, v_stride_head, v_stride_row;
   int64_t o_stride_batch, o_stride_head, o_stride_row;
   int64_t q_stride_dim, k_stride_dim, v_stride_dim, o_stride_dim; /* head dimension: must be 1 */
+  int out_dtype;            /* O: 0 = fp16, 1 = bf16; equal to dtype for fp16/bf16 inputs */
+  const float* q_descale;   /* e4m3 inputs: host descale factors (see above); else NULL */
+  const float* k_descale;
+  const float* v_descale;
+  int descale_per_head;     /* 0: one factor per tensor; 1: one per (batch, head) */
 } fl_attention_params;
 
 /* sizeof(fl_attention_params), to check a foreign-language mirror of the struct. */

@@ -23,8 +23,11 @@ FL_CUDA_ERROR = 2
 FL_NO_SUCH_KERNEL = 3
 FL_INTERNAL_ERROR = 4
 
-# 0 = fp16, 1 = bf16 (fl_attention_params::dtype), by the dtype's name.
+# 0 = fp16, 1 = bf16 (fl_attention_params::dtype and ::out_dtype), by the dtype's name: the types
+# flash_ladder.attention takes. The C API also takes e4m3 inputs (FL_E4M3, with out_dtype and the
+# descale fields of Params), for the FP8 rung; the package does not pass them (yet).
 DTYPE_CODES = {"float16": 0, "bfloat16": 1}
+FL_E4M3 = 2
 
 _MSG_LEN = 1024
 
@@ -74,16 +77,24 @@ STRIDE_FIELDS = tuple(f"{t}_stride_{s}" for t in "qkvo" for s in ("batch", "head
 DIM_STRIDE_FIELDS = tuple(f"{t}_stride_dim" for t in "qkvo")
 
 
+DESCALE_FIELDS = tuple(f"{t}_descale" for t in "qkv")
+
+
 class Params(ctypes.Structure):
     """fl_attention_params (tools/fl_api.h), field for field, in the same order. Strides are in
-    elements; the four x_stride_dim fields come last and must be 1."""
+    elements; the four x_stride_dim fields come after them and must be 1. Last, O's type
+    (out_dtype: the inputs' for fp16/bf16) and the host descale factors of e4m3 inputs (NULL
+    for fp16/bf16)."""
     _fields_ = ([("dtype", ctypes.c_int)]
                 + [(n, ctypes.c_int64) for n in ("batch", "heads_q", "heads_kv", "seqlen_q",
                                                  "seqlen_k", "head_dim")]
                 + [("causal", ctypes.c_int), ("softmax_scale", ctypes.c_float)]
                 + [(n, ctypes.c_void_p) for n in ("q", "k", "v", "o", "lse")]
                 + [(n, ctypes.c_int64) for n in STRIDE_FIELDS]
-                + [(n, ctypes.c_int64) for n in DIM_STRIDE_FIELDS])
+                + [(n, ctypes.c_int64) for n in DIM_STRIDE_FIELDS]
+                + [("out_dtype", ctypes.c_int)]
+                + [(n, ctypes.POINTER(ctypes.c_float)) for n in DESCALE_FIELDS]
+                + [("descale_per_head", ctypes.c_int)])
 
 
 Kernel = namedtuple("Kernel", "number name title")

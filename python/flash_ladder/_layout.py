@@ -153,7 +153,8 @@ def default_scale(head_dim):
 
 def params_fields(problem):
     """The fields of fl_attention_params (_capi.Params) for a Problem, pointers left out."""
-    fields = dict(dtype=problem.dtype_code, batch=problem.batch, heads_q=problem.heads_q,
+    fields = dict(dtype=problem.dtype_code, out_dtype=problem.dtype_code,  # O: q's dtype
+                  batch=problem.batch, heads_q=problem.heads_q,
                   heads_kv=problem.heads_kv, seqlen_q=problem.seqlen_q,
                   seqlen_k=problem.seqlen_k, head_dim=problem.head_dim,
                   causal=int(problem.causal),

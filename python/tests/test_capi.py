@@ -23,17 +23,18 @@ def touch(path):
 class ParamsMirror(unittest.TestCase):
     def test_offsets_follow_fl_api_h(self):
         # The C layout of fl_attention_params on a 64-bit platform: int, 6 x int64, int, float,
-        # 5 pointers, 16 x int64.
+        # 5 pointers, 16 x int64, then (e4m3 inputs) int (padded to 8), 3 pointers, int (padded).
         if ctypes.sizeof(ctypes.c_void_p) != 8:
             self.skipTest("offsets written for a 64-bit platform")
         P = _capi.Params
         expect = {"dtype": 0, "batch": 8, "head_dim": 48, "causal": 56, "softmax_scale": 60,
                   "q": 64, "o": 88, "lse": 96, "q_stride_batch": 104, "q_stride_row": 120,
                   "k_stride_batch": 128, "o_stride_row": 192, "q_stride_dim": 200,
-                  "o_stride_dim": 224}
+                  "o_stride_dim": 224, "out_dtype": 232, "q_descale": 240, "k_descale": 248,
+                  "v_descale": 256, "descale_per_head": 264}
         for name, offset in expect.items():
             self.assertEqual(getattr(P, name).offset, offset, name)
-        self.assertEqual(ctypes.sizeof(P), 232)
+        self.assertEqual(ctypes.sizeof(P), 272)
 
     def test_one_mirror(self):
         # Every script uses this package's Params: no other ctypes mirror of the struct.
@@ -228,6 +229,42 @@ class RealLibrary(unittest.TestCase):
         p.q = self.buf.ptr + 2  # misaligned by 2 bytes
         with self.assertRaisesRegex(flash_ladder.UnsupportedError, "16-byte aligned"):
             self.lib.run(16, p)
+
+    def test_types_and_descales(self):
+        # O's type and the descale fields reach the library's rules (kernel 00, in every build):
+        # bf16 inputs with an fp16 O, descale factors on fp16 inputs, e4m3 inputs without them,
+        # and a factor of 0; a kernel that takes fp16/bf16 refuses e4m3 inputs by that rule.
+        p = self.params(dtype="bfloat16")
+        self.assertEqual(p.out_dtype, 1)
+        p.out_dtype = 0
+        ok, why = self.lib.supports(0, p)
+        self.assertFalse(ok)
+        self.assertIn("kernel 00_cublas: O's dtype (out_dtype) must be the inputs' dtype", why)
+        ones = (ctypes.c_float * 64)(*([1.0] * 64))
+        p = self.params()
+        p.k_descale = ones
+        ok, why = self.lib.supports(0, p)
+        self.assertIn("descale factors are for e4m3 inputs", why)
+        p = self.params()
+        p.dtype, p.out_dtype = _capi.FL_E4M3, 1
+        ok, why = self.lib.supports(0, p)
+        self.assertIn("e4m3 inputs need descale factors", why)
+        p.q_descale = p.k_descale = p.v_descale = ones
+        zero = (ctypes.c_float * 1)(0.0)
+        p.v_descale = zero
+        ok, why = self.lib.supports(0, p)
+        self.assertIn("V's descale factors must be finite and > 0", why)
+        p.v_descale = ones
+        p.descale_per_head = 1
+        ok, why = self.lib.supports(0, p)
+        self.assertFalse(ok)
+        self.assertIn("kernel 00_cublas: takes fp16 and bf16 inputs (got e4m3)", why)
+        with self.assertRaisesRegex(flash_ladder.UnsupportedError, "got e4m3"):
+            self.lib.run(0, p)
+        p.out_dtype = 2
+        with self.assertRaisesRegex(flash_ladder.UnsupportedError,
+                                    r"out_dtype must be 0 \(fp16\) or 1 \(bf16\), got 2"):
+            self.lib.run(0, p)
 
     def test_no_such_kernel(self):
         with self.assertRaisesRegex(flash_ladder.NoSuchKernelError,

@@ -183,6 +183,9 @@ class ParamsFields(unittest.TestCase):
                        causal=True)
         f = _layout.params_fields(p)
         self.assertEqual(f["dtype"], 0)
+        self.assertEqual(f["out_dtype"], 0)  # O has q's dtype
+        f = _layout.params_fields(p._replace(dtype_code=1))
+        self.assertEqual((f["dtype"], f["out_dtype"]), (1, 1))
         self.assertEqual((f["batch"], f["heads_q"], f["heads_kv"], f["seqlen_q"], f["seqlen_k"],
                           f["head_dim"], f["causal"]), (2, 8, 4, 100, 200, 128, 1))
         self.assertAlmostEqual(f["softmax_scale"], 1 / math.sqrt(128))
