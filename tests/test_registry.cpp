@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "common/harness.h"
 #include "common/registry.h"
 
 namespace {
@@ -19,6 +20,21 @@ fl::AttnParams shape(int64_t n, int64_t d, bool causal = false) {
   p.v = reinterpret_cast<void*>(0x3000);
   p.o = reinterpret_cast<void*>(0x4000);
   return p;
+}
+
+// The same shape in the input type kernel k takes: fp16 (or `out`) for the 16-bit rungs, e4m3
+// with an `out` O and placeholder descale factors of 1 for a kernel with fp8_inputs.
+fl::AttnParams shape_for(const fl::KernelInfo& k, int64_t n, int64_t d, bool causal = false,
+                         fl::DType out = fl::DType::f16) {
+  fl::ProblemSpec s;
+  s.dtype = k.fp8_inputs ? fl::DType::e4m3 : out;
+  s.out_dtype = out;
+  s.batch = 1;
+  s.heads_q = s.heads_kv = 2;
+  s.seqlen_q = s.seqlen_k = n;
+  s.head_dim = d;
+  s.causal = causal;
+  return fl::placeholder_params(s);
 }
 
 TEST(Registry, OneEntryPerKernelFolder) {
@@ -61,13 +77,63 @@ TEST(Registry, FindsKernelsByNumberAndName) {
 }
 
 TEST(Registry, EveryKernelSupportsTheLadderShape) {
-  // Every rung claims at least fp16 and bf16, d = 128, N = 1024 (a multiple of any block size).
+  // Every rung claims at least fp16 and bf16 O (for the 16-bit rungs, fp16 and bf16 inputs; for
+  // a kernel with fp8_inputs, e4m3 inputs), d = 128, N = 1024 (a multiple of any block size),
+  // and no other input type.
   for (const fl::KernelInfo* k : fl::all_kernels()) {
     for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
-      fl::AttnParams p = shape(1024, 128);
-      p.dtype = t;
-      EXPECT_EQ(k->supports(p), "") << k->name() << " " << fl::to_string(t);
+      const fl::AttnParams p = shape_for(*k, 1024, 128, false, t);
+      ASSERT_EQ(fl::check_common(p), "");
+      EXPECT_EQ(k->supports(p), "") << k->name() << " " << fl::to_string(p.dtype) << " -> "
+                                    << fl::to_string(p.out_dtype);
     }
+  }
+}
+
+// A kernel that would take anything: the input-type rule of why_unsupported is all that refuses.
+std::string takes_anything(const fl::AttnParams&) { return ""; }
+
+TEST(Registry, InputTypeIsRefusedByFp8Inputs) {
+  fl::KernelInfo fake16;
+  fake16.number = 98;
+  fake16.slug = "fake16";
+  fake16.supports = takes_anything;
+  fake16.min_sm = 0;
+  fl::KernelInfo fake8 = fake16;
+  fake8.number = 99;
+  fake8.slug = "fake8";
+  fake8.fp8_inputs = true;
+  for (fl::DType out : {fl::DType::f16, fl::DType::bf16}) {
+    const fl::AttnParams e4m3 = shape_for(fake8, 256, 128, false, out);
+    const fl::AttnParams b16 = shape_for(fake16, 256, 128, false, out);
+    ASSERT_EQ(fl::check_common(e4m3), "");
+    ASSERT_EQ(fl::check_common(b16), "");
+    EXPECT_EQ(fl::why_unsupported(fake16, e4m3),
+              "kernel 98_fake16: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 24");
+    EXPECT_EQ(fl::why_unsupported(fake8, b16), std::string("kernel 99_fake8: takes e4m3 inputs "
+                                                           "only (got ") +
+                                                   fl::to_string(out) + ")");
+    EXPECT_EQ(fl::why_unsupported(fake16, b16), "");
+    EXPECT_EQ(fl::why_unsupported(fake8, e4m3), "");
+    EXPECT_THROW(fl::run_kernel(fake16, e4m3), fl::UnsupportedError);
+  }
+  // The common rules come first: a broken one is reported, not the input type.
+  fl::AttnParams p = shape_for(fake8, 256, 128);
+  p.k_descale = nullptr;
+  EXPECT_EQ(fl::why_unsupported(fake16, p),
+            "kernel 98_fake16: e4m3 inputs need descale factors (x = e4m3 * descale): K's "
+            "descale is a null pointer");
+}
+
+TEST(Registry, EveryKernelRefusesTheOtherInputType) {
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    fl::ProblemSpec s;
+    s.batch = 1;
+    s.heads_q = s.heads_kv = 2;
+    s.seqlen_q = s.seqlen_k = 256;
+    s.dtype = k->fp8_inputs ? fl::DType::f16 : fl::DType::e4m3;
+    const std::string why = fl::why_unsupported(*k, fl::placeholder_params(s));
+    EXPECT_NE(why.find("kernel " + k->name() + ": takes "), std::string::npos) << why;
   }
 }
 
@@ -90,7 +156,8 @@ TEST(Registry, UnsupportedHeadDimIsRefused) {
   // d = 72 is supported by no rung except the cuBLAS baseline (any multiple of 8).
   for (const fl::KernelInfo* k : fl::all_kernels()) {
     if (k->number == 0) continue;
-    const fl::AttnParams p = shape(1024, 72);
+    // e4m3 rows of 72 bytes would break the 16-byte stride rule first: d = 80 there.
+    const fl::AttnParams p = shape_for(*k, 1024, k->fp8_inputs ? 80 : 72);
     const std::string why = fl::why_unsupported(*k, p);
     EXPECT_NE(why.find("kernel " + k->name()), std::string::npos) << why;
     EXPECT_NE(why.find("head_dim"), std::string::npos) << why;
@@ -101,7 +168,7 @@ TEST(Registry, UnsupportedHeadDimIsRefused) {
 TEST(Registry, TiledKernelsRefuseRaggedLengths) {
   // Rungs 02-15 may demand N a multiple of their block sizes; those that do must say so.
   for (const fl::KernelInfo* k : fl::all_kernels()) {
-    const fl::AttnParams p = shape(1023, 128);
+    const fl::AttnParams p = shape_for(*k, 1023, 128);
     const std::string why = fl::why_unsupported(*k, p);
     if (why.empty()) continue;  // the kernel claims any length: the GPU tests check that claim
     EXPECT_NE(why.find("multiple of"), std::string::npos) << why;
@@ -162,6 +229,32 @@ TEST(Registry, BestIsTheHighestKernelThatTakesTheCall) {
   }
 }
 
+TEST(Registry, BestForE4m3InputsIsAKernelThatTakesThem) {
+  // An e4m3 call goes to the highest kernel with fp8_inputs that takes it (rung 24 on an H100),
+  // never to a 16-bit rung; where none can (no such rung in the build, or no Hopper GPU), best
+  // refuses with every kernel's reason, the 16-bit rungs' being the input type.
+  fl::ProblemSpec s;
+  s.dtype = fl::DType::e4m3;
+  s.batch = 1;
+  s.heads_q = s.heads_kv = 2;
+  s.seqlen_q = s.seqlen_k = 256;
+  const fl::AttnParams p = fl::placeholder_params(s);
+  const fl::KernelInfo* expected = nullptr;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (fl::why_unsupported(*k, p).empty()) {
+      EXPECT_TRUE(k->fp8_inputs) << k->name() << " took an e4m3 call";
+      expected = k;
+    }
+  }
+  std::string why;
+  EXPECT_EQ(fl::best_kernel(p, &why), expected);
+  if (expected == nullptr) {
+    EXPECT_NE(why.find("kernel 00_cublas: takes fp16 and bf16 inputs (got e4m3)"),
+              std::string::npos)
+        << why;
+  }
+}
+
 TEST(Registry, BestRefusesWithEveryKernelsReason) {
   fl::AttnParams p = shape(256, 128);
   p.heads_q = 3;  // not a multiple of H_kv = 2
@@ -182,16 +275,18 @@ namespace {
 // The TMA rungs (18 and up) pass box coordinates to cp.async.bulk.tensor as 32-bit integers:
 // a length of 2^31 (a multiple of every tile) must be refused by that rule, not wrap around.
 TEST(Registry, TmaRungsRefuseLengthsPastTheir32BitCoordinates) {
-  fl::AttnParams p = fl::make_params(fl::DType::f16, 1, 1, int64_t{1} << 31, int64_t{1} << 31, 128);
-  p.q = p.k = p.v = reinterpret_cast<void*>(0x1000);
-  p.o = reinterpret_cast<void*>(0x2000);
   int checked = 0;
   for (const fl::KernelInfo* k : fl::all_kernels()) {
     if (k->number < 18) continue;
-    const std::string why = fl::why_unsupported(*k, p);
-    EXPECT_NE(why.find("length must be below 2^31 (TMA coordinates are 32-bit)"),
-              std::string::npos)
-        << k->name() << ": " << why;
+    fl::ProblemSpec s;
+    s.dtype = k->fp8_inputs ? fl::DType::e4m3 : fl::DType::f16;
+    s.seqlen_q = s.seqlen_k = int64_t{1} << 31;
+    const std::string why = fl::why_unsupported(*k, fl::placeholder_params(s));
+    // The FP8 rung states its own, lower limit on the lengths (2^30).
+    const bool rule = why.find("length must be below 2^31 (TMA coordinates are 32-bit)") !=
+                          std::string::npos ||
+                      (k->fp8_inputs && why.find("Nq and Nk must be <= 2^30") != std::string::npos);
+    EXPECT_TRUE(rule) << k->name() << ": " << why;
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no TMA rung (18+) in this build";
