@@ -85,18 +85,21 @@ inline ProblemSpec draw_spec(std::mt19937_64& rng, const TileOf& tile_of) {
   return s;
 }
 
-// The AttnParams fl::Problem builds for `s` (sizes, strides, scale), with placeholder addresses
-// for the tensors: why_unsupported and tile() read only the sizes, the strides and the pointers'
-// alignment, so a draw the kernel refuses costs no allocation. Never launched; the test checks
-// the claim again on the real Problem before running it.
-inline AttnParams shape_params(const ProblemSpec& s) {
-  AttnParams p = s.params();  // sizes, strides and scale as the Problem will have them
-  p.q = reinterpret_cast<void*>(0x1000);
-  p.k = reinterpret_cast<void*>(0x2000);
-  p.v = reinterpret_cast<void*>(0x3000);
-  p.o = reinterpret_cast<void*>(0x4000);
-  p.lse = s.with_lse ? reinterpret_cast<float*>(0x5000) : nullptr;
-  return p;
+// The AttnParams fl::Problem builds for `s` (sizes, strides, scale, types), with placeholder
+// addresses for the tensors (and descale factors of 1 for e4m3 inputs): why_unsupported and tile()
+// read only the sizes, the strides, the types and the pointers' alignment, so a draw the kernel
+// refuses costs no allocation. Never launched; the test checks the claim again on the real
+// Problem before running it.
+inline AttnParams shape_params(const ProblemSpec& s) { return placeholder_params(s); }
+
+// A drawn case in the input type of a kernel with fp8_inputs: e4m3 inputs (the same seeded values,
+// quantised), the drawn 16-bit type as O's, descale factors per head for an odd data seed (a
+// function of the draw, so that a case reruns alone as it ran).
+inline ProblemSpec as_e4m3(ProblemSpec s) {
+  s.out_dtype = s.dtype;
+  s.dtype = DType::e4m3;
+  s.descale_per_head = (s.seed & 1) != 0;
+  return s;
 }
 
 // ProblemSpec::describe() plus what it leaves out and a fuzz case varies: LSE, scale, data seed.

@@ -1,7 +1,8 @@
 // Seeded fuzzing of every registered kernel against the reference (GPU; skipped without one).
 //
 // For each kernel, FL_FUZZ_CASES random problems (tests/fuzz_shapes.h: B, H_q, H_kv, Nq, Nk, d,
-// causal, dtype, layout, LSE, scale) that the kernel claims, each through fl::verify: the same
+// causal, dtype, layout, LSE, scale; for a kernel with fp8_inputs, e4m3 inputs with the drawn
+// dtype as O's and descale factors per tensor or per head) that the kernel claims, each through fl::verify: the same
 // checks as test_kernels.cu (pass rule against the fp32 reference, every output finite, LSE,
 // two runs bitwise equal). A draw the kernel refuses is drawn again, so every kernel gets its
 // full count of cases and the test cannot pass by refusing everything.
@@ -58,8 +59,12 @@ TEST_P(FuzzTest, MatchesTheReferenceOnRandomShapes) {
   const uint64_t first = only_one ? env_u64("FL_FUZZ_ONLY", 0) : 0;
   const uint64_t end = only_one ? first + 1 : cases;
 
+  // A kernel with fp8_inputs gets each draw in e4m3 (fl::fuzz::as_e4m3, O in the drawn type).
+  const auto in_type = [&](const fl::ProblemSpec& s) {
+    return k.fp8_inputs ? fl::fuzz::as_e4m3(s) : s;
+  };
   const fl::fuzz::TileOf tile_of = [&](const fl::ProblemSpec& s) {
-    return k.tile(fl::fuzz::shape_params(s));
+    return k.tile(fl::fuzz::shape_params(in_type(s)));
   };
   fl::CublasHandle cublas;
   uint64_t checked = 0;  // cases claimed and run through verify
@@ -68,7 +73,7 @@ TEST_P(FuzzTest, MatchesTheReferenceOnRandomShapes) {
     fl::ProblemSpec spec;
     bool claimed = false;
     for (int draw = 0; draw < fl::fuzz::kMaxDraws && !claimed; ++draw) {
-      spec = fl::fuzz::draw_spec(rng, tile_of);
+      spec = in_type(fl::fuzz::draw_spec(rng, tile_of));
       claimed = fl::why_unsupported(k, fl::fuzz::shape_params(spec)).empty();
     }
     std::ostringstream where;

@@ -3,10 +3,13 @@
 //
 // Each case goes through fl::verify: the FlashAttention-2 pass rule against the fp32 cuBLAS
 // reference, every output finite (poison overwritten), output not all zero, LSE within
-// tolerance when asked for, two runs bitwise equal.
+// tolerance when asked for, two runs bitwise equal. The cases come in fp16, bf16 and e4m3 (the
+// fp16 shapes with e4m3 inputs, O in fp16 or bf16, descale factors per tensor or per head): a
+// 16-bit rung must refuse every e4m3 case, a kernel with fp8_inputs every fp16 and bf16 one.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -89,16 +92,50 @@ std::vector<Case> cases() {
     wide.with_lse = true;
     out.push_back({ty + "_d256_causal_gqa_nq77_nk300", wide});
   }
+  // e4m3 inputs: each fp16 shape again, O in fp16 for even cases and bf16 for odd ones, the
+  // descale factors per head for every third (per tensor otherwise). The large-magnitude case
+  // keeps input_std 8: e4m3 is scaled to its range whatever the magnitude.
+  const size_t n16 = out.size() / 2;
+  for (size_t i = 0; i < n16; ++i) {
+    Case c = out[i];
+    if (c.spec.dtype != fl::DType::f16) throw std::logic_error("cases(): fp16 cases come first");
+    c.spec.dtype = fl::DType::e4m3;
+    c.spec.out_dtype = i % 2 ? fl::DType::bf16 : fl::DType::f16;
+    c.spec.descale_per_head = i % 3 == 0;
+    c.name = "e4m3_" + std::string(fl::to_string(c.spec.out_dtype)) +
+             (c.spec.descale_per_head ? "_per_head" : "") + c.name.substr(4);
+    out.push_back(c);
+  }
   return out;
 }
 
 class KernelTest : public ::testing::TestWithParam<const fl::KernelInfo*> {};
 
+TEST(KernelCases, E4m3CasesMirrorTheFp16Ones) {
+  // The case list itself (no GPU): as many e4m3 cases as fp16 ones, both O types and both kinds
+  // of descale factors among them.
+  std::map<std::string, int> count;
+  int per_head = 0, out_bf16 = 0;
+  for (const Case& c : cases()) {
+    ++count[fl::to_string(c.spec.dtype)];
+    if (c.spec.dtype == fl::DType::e4m3) {
+      per_head += c.spec.descale_per_head;
+      out_bf16 += c.spec.out_dtype == fl::DType::bf16;
+      EXPECT_EQ(c.name.rfind("e4m3_", 0), 0u) << c.name;
+    }
+  }
+  EXPECT_EQ(count["e4m3"], count["fp16"]);
+  EXPECT_EQ(count["bf16"], count["fp16"]);
+  EXPECT_GE(per_head, 4);
+  EXPECT_GE(out_bf16, 4);
+  EXPECT_GE(count["e4m3"] - out_bf16, 4);
+}
+
 TEST_P(KernelTest, PassesEveryClaimedShape) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo& k = *GetParam();
   fl::CublasHandle cublas;
-  std::map<std::string, int> claimed;  // per dtype
+  std::map<std::string, int> claimed;  // per input dtype
   for (const Case& c : cases()) {
     fl::Problem problem(c.spec);
     if (!fl::why_unsupported(k, problem.params()).empty()) {
@@ -118,9 +155,16 @@ TEST_P(KernelTest, PassesEveryClaimedShape) {
                           << "): " << v.why << " [max err " << v.out.max_abs_err
                           << ", tolerance " << v.tolerance << "]";
   }
-  // Every rung claims a real set of shapes in both dtypes, so this test can fail.
-  EXPECT_GE(claimed["fp16"], 6) << k.name();
-  EXPECT_GE(claimed["bf16"], 6) << k.name();
+  // Every rung claims a real set of shapes in each type it takes and none in the other, so this
+  // test can fail.
+  if (k.fp8_inputs) {
+    EXPECT_GE(claimed["e4m3"], 6) << k.name();
+    EXPECT_EQ(claimed["fp16"] + claimed["bf16"], 0) << k.name() << " claimed 16-bit inputs";
+  } else {
+    EXPECT_GE(claimed["fp16"], 6) << k.name();
+    EXPECT_GE(claimed["bf16"], 6) << k.name();
+    EXPECT_EQ(claimed["e4m3"], 0) << k.name() << " claimed e4m3 inputs";
+  }
 }
 
 TEST_P(KernelTest, DetectsAWrongAnswer) {
@@ -128,7 +172,8 @@ TEST_P(KernelTest, DetectsAWrongAnswer) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo& k = *GetParam();
   fl::CublasHandle cublas;
-  fl::ProblemSpec s = base(fl::DType::f16, 1, 2, 256, 128);
+  // In the kernel's input type (e4m3 with an fp16 O for a kernel with fp8_inputs).
+  fl::ProblemSpec s = fl::test::in_input_type(k, base(fl::DType::f16, 1, 2, 256, 128));
   fl::Problem problem(s);
   s.seed += 1;
   fl::Problem other(s);

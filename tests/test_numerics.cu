@@ -5,6 +5,10 @@
 //   NaN             a NaN in one element of Q, of K, of V: exactly which outputs become NaN, and
 //                   that every other output is what the same problem without the NaN gives
 // fl::verify also runs each kernel twice and requires bitwise equal outputs (determinism).
+// A kernel with fp8_inputs runs every case in e4m3 (tests/gpu_test_util.h, in_input_type): the same
+// host inputs quantised per tensor, O in the case's 16-bit type; the reference reads the
+// dequantised inputs, and a NaN input is a NaN e4m3 value (0x7F), which must reach exactly the
+// same outputs.
 //
 // The inputs are built on the host (seeded, library-independent) and loaded with
 // Problem::set_inputs, so that the cases can be checked on the host before any kernel runs: that
@@ -273,7 +277,7 @@ TEST_P(NumericsTest, LargeMagnitude) {
   int claimed = 0;
   for (const Built& b : built) {
     SCOPED_TRACE(kernel.name() + " " + b.name);
-    if (verify_on(kernel, b.spec, b.in, cublas)) ++claimed;
+    if (verify_on(kernel, fl::test::in_input_type(kernel, b.spec), b.in, cublas)) ++claimed;
   }
   EXPECT_EQ(claimed, 8) << kernel.name() << " must claim B = 1, H = 2/1, N = 256, d = 128";
 }
@@ -339,7 +343,9 @@ TEST_P(NumericsTest, DominantKey) {
     SCOPED_TRACE(kernel.name() + " " + fl::to_string(t));
     const fl::ProblemSpec s = spec_of(t, 2, 2);
     Rng r(2000 + static_cast<uint64_t>(t));
-    if (verify_on(kernel, s, dominant_inputs(s, r), cublas)) ++claimed;
+    if (verify_on(kernel, fl::test::in_input_type(kernel, s), dominant_inputs(s, r), cublas)) {
+      ++claimed;
+    }
   }
   EXPECT_EQ(claimed, 2) << kernel.name() << " must claim B = 1, H = 2, N = 256, d = 128";
 }
@@ -408,7 +414,7 @@ TEST_P(NumericsTest, NaNReachesExactlyTheOutputsThatAttendToIt) {
   fl::CublasHandle cublas;
   int claimed = 0;
   for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
-    const fl::ProblemSpec s = spec_of(t, kHeadsQ, kHeadsKv);
+    const fl::ProblemSpec s = fl::test::in_input_type(kernel, spec_of(t, kHeadsQ, kHeadsKv));
     const int64_t n = s.seqlen_q, d = s.head_dim;
     fl::Problem problem(s);
     if (!fl::why_unsupported(kernel, problem.params()).empty()) continue;
