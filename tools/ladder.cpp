@@ -6,6 +6,15 @@
 //   ./build/ladder --kernel best --causal  the highest-numbered kernel that takes the shape here
 //   ./build/ladder --q q.npy --k k.npy --v v.npy --kernel 1 --o o.npy
 //   ./build/ladder --list                  the kernels this build has
+//   ./build/ladder --kernel 24 --dtype e4m3 --out-dtype bf16 --descale head
+//
+// Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (24) e4m3
+// inputs only (O in fp16 or bf16, --out-dtype). With no --kernel, or with no --dtype, each kernel
+// runs the shape in the type it takes: the 16-bit rungs in the 16-bit type (--dtype, or
+// --out-dtype when --dtype is e4m3), the fp8 rungs in e4m3 with that type as O's (or
+// --out-dtype), so that the table has a row for every rung; an fp8 rung's row says [e4m3]. With
+// both --kernel and --dtype, every kernel named runs the type given (and one that does not take
+// it is reported as skipped, with the rule).
 //
 // Exit status: 0 when every kernel that ran passed, 1 when one failed, an explicitly named kernel
 // refused the shape, or an argument was bad, 2 when there is no GPU.
@@ -14,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,6 +45,7 @@ struct Options {
   bool verify = true, list = false;
   std::string q_path, k_path, v_path, o_path;
   bool o_fp16 = false;
+  bool dtype_set = false, out_dtype_set = false;
 };
 
 void usage() {
@@ -46,7 +57,9 @@ void usage() {
       "  --batch B        (default 8)      --heads H   (default 16)   --heads-kv H_kv\n"
       "  --n N            sets Nq = Nk (default 2048)   --nq Nq   --nk Nk\n"
       "  --d D            head dimension (default 128)\n"
-      "  --dtype fp16|bf16 (default fp16)  --causal   --lse   --layout bhnd|bnhd\n"
+      "  --dtype fp16|bf16|e4m3 (default fp16)  --causal   --lse   --layout bhnd|bnhd\n"
+      "  --out-dtype fp16|bf16  O's type for e4m3 inputs (default: the 16-bit type, fp16)\n"
+      "  --descale tensor|head  e4m3 scaling: one factor per tensor (default) or per head\n"
       "  --scale S        softmax scale (default 1/sqrt(d))\n"
       "  --std X          inputs are X * randn (default 1)   --seed S\n"
       "  --warmup W       untimed runs (default 2)   --repeats R  timed runs, median (default 10)\n"
@@ -106,8 +119,35 @@ bool parse(int argc, char** argv, Options& o) {
         o.spec.dtype = fl::DType::f16;
       } else if (t == "bf16") {
         o.spec.dtype = fl::DType::bf16;
+      } else if (t == "e4m3") {
+        o.spec.dtype = fl::DType::e4m3;
       } else {
-        std::fprintf(stderr, "ladder: --dtype must be fp16 or bf16, got '%s'\n", t.c_str());
+        std::fprintf(stderr, "ladder: --dtype must be fp16, bf16 or e4m3, got '%s'\n", t.c_str());
+        return false;
+      }
+      o.dtype_set = true;
+    } else if (a == "--out-dtype") {
+      const std::string t = need(i);
+      if (t == "fp16") {
+        o.spec.out_dtype = fl::DType::f16;
+      } else if (t == "bf16") {
+        o.spec.out_dtype = fl::DType::bf16;
+      } else {
+        std::fprintf(stderr,
+                     "ladder: --out-dtype must be fp16 or bf16 (O's type for e4m3 inputs), "
+                     "got '%s'\n",
+                     t.c_str());
+        return false;
+      }
+      o.out_dtype_set = true;
+    } else if (a == "--descale") {
+      const std::string t = need(i);
+      if (t == "tensor") {
+        o.spec.descale_per_head = false;
+      } else if (t == "head") {
+        o.spec.descale_per_head = true;
+      } else {
+        std::fprintf(stderr, "ladder: --descale must be tensor or head, got '%s'\n", t.c_str());
         return false;
       }
     } else if (a == "--causal") {
@@ -193,8 +233,29 @@ struct Row {
   const KernelInfo* kernel;
   std::string status;  // "pass", "FAIL", "skip"
   std::string note;
-  double ms = 0, tflops = 0, tile_ai = 0;
+  double ms = 0, tflops = 0, tile_ai = 0, min_ai = 0;
   double max_err = 0, tol = 0;
+  bool e4m3 = false;  // ran on e4m3 inputs
+};
+
+// The two versions of the shape: the 16-bit one and the e4m3 one (see the top of this file).
+struct Specs {
+  fl::ProblemSpec b16, e4m3;
+};
+Specs both_types(const Options& o) {
+  Specs s{o.spec, o.spec};
+  const fl::DType t16 = o.spec.dtype == fl::DType::e4m3 ? o.spec.out_dtype : o.spec.dtype;
+  s.b16.dtype = t16;
+  s.e4m3.dtype = fl::DType::e4m3;
+  s.e4m3.out_dtype = o.out_dtype_set ? o.spec.out_dtype : t16;
+  return s;
+}
+
+// One problem, its reference, and what it is for.
+struct Run {
+  fl::ProblemSpec spec;
+  std::unique_ptr<fl::Problem> problem;
+  std::unique_ptr<fl::Reference> reference;
 };
 
 std::string fmt(double x, int precision = 1) {
@@ -253,31 +314,63 @@ int main(int argc, char** argv) {
   try {
     fl::npy::Array nq, nk, nv;
     const bool from_files = load_inputs(opt, nq, nk, nv);
-    fl::Problem problem(opt.spec);
-    if (from_files) problem.set_inputs(nq.data.data(), nk.data.data(), nv.data.data());
-    const fl::AttnParams& p = problem.params();
-    std::printf("%s on %s\n", opt.spec.describe().c_str(), fl::device_name().c_str());
+    // Each kernel in the type it takes, unless both the kernels and the type were named.
+    const bool by_kernel_type = !explicit_kernels || !opt.dtype_set;
+    const Specs specs = both_types(opt);
+    Run runs[2];  // [0]: 16-bit inputs, [1]: e4m3 inputs
+    runs[0].spec = specs.b16;
+    runs[1].spec = specs.e4m3;
+    const int primary = opt.spec.dtype == fl::DType::e4m3 ? 1 : 0;
+    auto make_problem = [&](int i) {
+      if (runs[i].problem != nullptr) return;
+      runs[i].problem = std::make_unique<fl::Problem>(runs[i].spec);
+      if (from_files) runs[i].problem->set_inputs(nq.data.data(), nk.data.data(), nv.data.data());
+    };
+    make_problem(primary);
+    std::printf("%s on %s\n", runs[primary].spec.describe().c_str(), fl::device_name().c_str());
     for (const KernelInfo*& k : kernels) {
       if (k != nullptr) continue;
       std::string why;
-      k = fl::best_kernel(p, &why);
+      k = fl::best_kernel(runs[primary].problem->params(), &why);
       if (k == nullptr) {
         std::fprintf(stderr, "ladder: best: %s\n", why.c_str());
         return 1;
       }
       std::printf("best: %s\n", k->name().c_str());
     }
+    // The run each kernel uses.
+    auto run_of = [&](const KernelInfo* k) {
+      return by_kernel_type ? (k->fp8_inputs ? 1 : 0) : primary;
+    };
+    for (const KernelInfo* k : kernels) {
+      const int i = run_of(k);
+      if (runs[i].problem == nullptr) {
+        make_problem(i);
+        std::printf("%s for the rungs that take %s inputs\n", runs[i].spec.describe().c_str(),
+                    i == 1 ? "e4m3" : "16-bit");
+      }
+    }
 
     fl::CublasHandle cublas;
-    std::unique_ptr<fl::Reference> reference;
-    if (opt.verify) reference = std::make_unique<fl::Reference>(problem, cublas);
+    if (opt.verify) {
+      for (Run& r : runs) {
+        if (r.problem != nullptr) r.reference = std::make_unique<fl::Reference>(*r.problem, cublas);
+      }
+    }
 
     fl::EventTimer timer;
     fl::L2Flusher flusher;
     std::vector<Row> rows;
     bool failed = false;
+    fl::Problem* last = nullptr;  // the problem of the last kernel run (--o)
     for (const KernelInfo* k : kernels) {
-      Row row{k, "", "", 0, 0, 0, 0, 0};
+      Run& run = runs[run_of(k)];
+      fl::Problem& problem = *run.problem;
+      const fl::AttnParams& p = problem.params();
+      const std::unique_ptr<fl::Reference>& reference = run.reference;
+      Row row{k, "", "", 0, 0, 0, 0, 0, 0};
+      row.e4m3 = p.dtype == fl::DType::e4m3;
+      row.min_ai = fl::problem_intensity(p);
       const std::string why = fl::why_unsupported(*k, p);
       if (!why.empty()) {
         row.status = "skip";
@@ -325,10 +418,13 @@ int main(int argc, char** argv) {
         row.status = "timed";
       }
       rows.push_back(row);
+      last = &problem;
     }
 
     if (!opt.o_path.empty()) {
-      std::vector<float> out = problem.output_host();
+      if (last == nullptr) last = runs[primary].problem.get();  // no kernel ran: O as it is
+      const fl::AttnParams& p = last->params();
+      std::vector<float> out = last->output_host();
       fl::npy::save(opt.o_path, {p.batch, p.heads_q, p.seqlen_q, p.head_dim}, out, opt.o_fp16);
       std::printf("wrote O to %s\n", opt.o_path.c_str());
     }
@@ -348,9 +444,10 @@ int main(int argc, char** argv) {
       }
       const std::string pct_base = baseline > 0 ? fmt(100.0 * r.tflops / baseline) : "-";
       const std::string pct_prev = (prev > 0 && r.kernel->number > 0) ? fmt(100.0 * r.tflops / prev) : "-";
+      const std::string name = r.kernel->name() + (r.e4m3 ? " [e4m3]" : "");
       std::printf("%-20s %9.3f %9.2f %8s %8s %9.1f %9.1f %10.2e %10.2e  %s%s%s\n",
-                  r.kernel->name().c_str(), r.ms, r.tflops, pct_base.c_str(), pct_prev.c_str(),
-                  r.tile_ai, fl::problem_intensity(p), r.max_err, r.tol, r.status.c_str(),
+                  name.c_str(), r.ms, r.tflops, pct_base.c_str(), pct_prev.c_str(),
+                  r.tile_ai, r.min_ai, r.max_err, r.tol, r.status.c_str(),
                   r.note.empty() ? "" : ": ", r.note.c_str());
       if (r.kernel->number > 0) prev = r.tflops;
     }
