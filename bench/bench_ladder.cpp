@@ -6,14 +6,21 @@
 // Each (kernel, shape) is verified once against the fp32 reference before it is timed (a failing
 // kernel is reported as an error, with no time), timed with CUDA events around one launch per
 // iteration with the L2 flushed before each, and its output checked again after timing.
-// Counters: TFLOPS (FLOPs over the median... per repetition: total FLOPs over total event time),
+// Counters: TFLOPS (FLOPs over the median... per repetition: total FLOPs over total event time;
+// 4 B H Nq Nk d, halved when causal, whatever the input type),
 // AI_tile and AI_min (FLOP/byte, docs/methodology.md), and the shape.
 //
 // Ladder flags (parsed before Google Benchmark's own):
 //   --ladder_kernels=LIST   kernel numbers (default: all)
 //   --ladder_n=LIST         sequence lengths (default 512,...,16384; B = 16 up to 4096, 8 at
 //                           8192, 4 at 16384, H = 16)
-//   --ladder_d=LIST         head dims (default 128)      --ladder_dtype=fp16,bf16 (default fp16)
+//   --ladder_d=LIST         head dims (default 128)
+//   --ladder_dtype=LIST     input types: fp16, bf16, e4m3 (default fp16). A kernel runs the
+//                           types it takes: the 16-bit rungs fp16 and bf16, a rung with
+//                           fp8_inputs (24) e4m3 (O fp16). Without e4m3 in the list, an fp8 rung
+//                           runs e4m3 inputs with each listed 16-bit type as O's, so that the
+//                           default sweep (and --ladder_kernels=23,24) times both on each shape;
+//                           its benchmarks are named .../e4m3/... (O fp16) or .../e4m3-bf16/...
 //   --ladder_causal=0,1     (default 0)
 //   --ladder_max_seconds=S  skip a (kernel, shape) whose predicted single run exceeds S seconds
 //                           (predicted from the same kernel's previous, smaller shape; 0 = off)
@@ -21,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -51,6 +59,7 @@ struct Flags {
   std::vector<int64_t> n = {512, 1024, 2048, 4096, 8192, 16384};
   std::vector<int64_t> d = {128};
   std::vector<fl::DType> dtypes = {fl::DType::f16};
+  bool e4m3_listed = false;  // e4m3 named in --ladder_dtype
   std::vector<bool> causal = {false};
   double max_seconds = 0;
 };
@@ -75,7 +84,20 @@ Flags parse_flags(int* argc, char** argv) {
       for (auto& x : split(v)) f.d.push_back(std::stoll(x));
     } else if (const char* v = value("--ladder_dtype")) {
       f.dtypes.clear();
-      for (auto& x : split(v)) f.dtypes.push_back(x == "bf16" ? fl::DType::bf16 : fl::DType::f16);
+      for (auto& x : split(v)) {
+        if (x == "fp16") {
+          f.dtypes.push_back(fl::DType::f16);
+        } else if (x == "bf16") {
+          f.dtypes.push_back(fl::DType::bf16);
+        } else if (x == "e4m3") {
+          f.dtypes.push_back(fl::DType::e4m3);
+          f.e4m3_listed = true;
+        } else {
+          std::fprintf(stderr, "ladder_bench: --ladder_dtype takes fp16, bf16 and e4m3, got '%s'\n",
+                       x.c_str());
+          std::exit(1);
+        }
+      }
     } else if (const char* v = value("--ladder_causal")) {
       f.causal.clear();
       for (auto& x : split(v)) f.causal.push_back(x == "1");
@@ -175,7 +197,20 @@ void run_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemS
   state.counters["N"] = static_cast<double>(p.seqlen_q);
   state.counters["d"] = static_cast<double>(p.head_dim);
   state.counters["causal"] = p.causal ? 1 : 0;
-  state.SetLabel(std::string(fl::to_string(p.dtype)));
+  std::string label = fl::to_string(p.dtype);
+  if (p.dtype == fl::DType::e4m3 && p.out_dtype != fl::DType::f16) {
+    label += std::string(" O=") + fl::to_string(p.out_dtype);
+  }
+  state.SetLabel(label);
+}
+
+// The name's type part: "fp16", "bf16", "e4m3" (O fp16), "e4m3-bf16" (O bf16).
+std::string type_part(const fl::ProblemSpec& s) {
+  std::string t = fl::to_string(s.dtype);
+  if (s.dtype == fl::DType::e4m3 && s.out_dtype != fl::DType::f16) {
+    t += std::string("-") + fl::to_string(s.out_dtype);
+  }
+  return t;
 }
 
 }  // namespace
@@ -210,20 +245,32 @@ int main(int argc, char** argv) {
           spec.batch = batch_for(n);
           spec.heads_q = spec.heads_kv = 16;
           spec.seqlen_q = spec.seqlen_k = n;
-          for (const fl::KernelInfo* k : kernels) {
-            fl::AttnParams shape = fl::make_params(dtype, spec.batch, 16, n, n, d, causal);
-            // Dummy aligned pointers: supports() looks at sizes and flags only.
-            shape.q = shape.k = shape.v = shape.o = reinterpret_cast<void*>(256);
-            if (!fl::why_unsupported(*k, shape).empty()) continue;
-            std::ostringstream name;
-            name << "ladder/" << k->name() << "/" << fl::to_string(dtype) << "/d" << d
-                 << (causal ? "/causal" : "") << "/N" << n << "/B" << spec.batch;
-            benchmark::RegisterBenchmark(name.str().c_str(), run_one, k, spec, flags.max_seconds)
-                ->UseManualTime()
-                ->Unit(benchmark::kMillisecond)
-                ->MinTime(0.2)
-                ->Repetitions(3)
-                ->ReportAggregatesOnly(true);
+          // The same shape with e4m3 inputs for the fp8 rungs (O in the listed 16-bit type),
+          // unless e4m3 is listed itself. The 16-bit rungs first, then the fp8 ones: the cache
+          // builds each problem once.
+          fl::ProblemSpec spec8 = spec;
+          if (dtype != fl::DType::e4m3) {
+            spec8.dtype = fl::DType::e4m3;
+            spec8.out_dtype = dtype;
+          }
+          for (bool fp8 : {false, true}) {
+            if (fp8 && dtype != fl::DType::e4m3 && flags.e4m3_listed) continue;
+            const fl::ProblemSpec& s = fp8 ? spec8 : spec;
+            for (const fl::KernelInfo* k : kernels) {
+              if (k->fp8_inputs != fp8) continue;
+              // Placeholder aligned pointers (and descale factors): supports() looks at sizes,
+              // strides, types and flags only.
+              if (!fl::why_unsupported(*k, fl::placeholder_params(s)).empty()) continue;
+              std::ostringstream name;
+              name << "ladder/" << k->name() << "/" << type_part(s) << "/d" << d
+                   << (causal ? "/causal" : "") << "/N" << n << "/B" << s.batch;
+              benchmark::RegisterBenchmark(name.str().c_str(), run_one, k, s, flags.max_seconds)
+                  ->UseManualTime()
+                  ->Unit(benchmark::kMillisecond)
+                  ->MinTime(0.2)
+                  ->Repetitions(3)
+                  ->ReportAggregatesOnly(true);
+            }
           }
         }
       }
