@@ -34,7 +34,7 @@
 // 128-byte swizzle ([rows][64 bytes] in the 64-byte swizzle at d = 64); V^T tiles [d][Bc = 128
 // keys], one 128-byte swizzle block; O is staged 16-bit as in rung 23:
 //   sQ [Br][d] e4m3   sO [Br][d] 16-bit   sK [2][Bc][d] e4m3   sVt [2][d][Bc] e4m3
-//   d = 64: 76 KiB; d = 128: 112 KiB; d = 256: 225 KiB.
+//   d = 64: 68 KiB; d = 128: 112 KiB; d = 256: 224 KiB (each + 1 KiB to align: Config::kSmemBytes).
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
