@@ -14,7 +14,8 @@ For each shape (H = 16, the sweep's B: 16 up to N = 4096, then halved as N doubl
     rounded to fp16, exact for these magnitudes but for the fp16 rounding of the product).
 
 Writes a Google Benchmark-shaped JSON (--out): one entry per implementation and shape with
-real_time in ms and the counters TFLOPs and err_vs_fp32 (the page quotes its printed table). Run from the repository root on the GPU machine:
+real_time in ms and the counters TFLOPs and err_vs_fp32 (the page quotes its printed table).
+Run from the repository root on the GPU machine:
 
   python3 scripts/fp8_bench.py --d 128 --out docs/results/h100_fp8.json
   python3 scripts/fp8_bench.py --d 128 --causal --merge --out docs/results/h100_fp8.json
@@ -85,7 +86,7 @@ def main():
             sys.exit(f"fp8_bench: rung {need} is not in {args.lib}")
     timer = cs.Timer(args.warmup, args.repeats, args.max_seconds)
     dev = torch.cuda.get_device_name()
-    entries, table = [], []
+    entries = []
     h, d, causal = args.heads, args.d, args.causal
     for n in (int(x) for x in args.n.split(",")):
         b = cs.batch_for(n, h)
@@ -133,7 +134,6 @@ def main():
         for name in impls:
             if name in ms:
                 row[name] = fl / ms[name] / 1e9
-        table.append(row)
         e24 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("24")), math.nan)
         e23 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("23")), math.nan)
         print(f"N={n:6d} B={b:2d} " + "  ".join(f"{k.split(' ')[0]} {row.get(k, math.nan):7.1f}" for k in impls)
