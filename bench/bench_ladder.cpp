@@ -85,13 +85,10 @@ Flags parse_flags(int* argc, char** argv) {
     } else if (const char* v = value("--ladder_dtype")) {
       f.dtypes.clear();
       for (auto& x : split(v)) {
-        if (x == "fp16") {
-          f.dtypes.push_back(fl::DType::f16);
-        } else if (x == "bf16") {
-          f.dtypes.push_back(fl::DType::bf16);
-        } else if (x == "e4m3") {
-          f.dtypes.push_back(fl::DType::e4m3);
-          f.e4m3_listed = true;
+        fl::DType t;
+        if (fl::parse_dtype(x, &t)) {
+          f.dtypes.push_back(t);
+          if (t == fl::DType::e4m3) f.e4m3_listed = true;
         } else {
           std::fprintf(stderr, "ladder_bench: --ladder_dtype takes fp16, bf16 and e4m3, got '%s'\n",
                        x.c_str());

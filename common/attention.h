@@ -21,6 +21,17 @@ inline const char* to_string(DType t) {
   return t == DType::f16 ? "fp16" : t == DType::bf16 ? "bf16" : "e4m3";
 }
 inline int64_t element_size(DType t) { return t == DType::e4m3 ? 1 : 2; }
+// The inverse of to_string, for the command lines: "fp16", "bf16" or "e4m3" into *t; false (and
+// *t untouched) for any other name.
+inline bool parse_dtype(const std::string& name, DType* t) {
+  for (DType d : {DType::f16, DType::bf16, DType::e4m3}) {
+    if (name == to_string(d)) {
+      *t = d;
+      return true;
+    }
+  }
+  return false;
+}
 
 // Strides in elements. `dim` is the stride of the head dimension: every kernel reads a row's d
 // elements as contiguous 16-byte vectors, so check_common rejects any dim other than 1. It is a

@@ -115,24 +115,14 @@ bool parse(int argc, char** argv, Options& o) {
       o.spec.head_dim = to_int("--d", need(i));
     } else if (a == "--dtype") {
       const std::string t = need(i);
-      if (t == "fp16") {
-        o.spec.dtype = fl::DType::f16;
-      } else if (t == "bf16") {
-        o.spec.dtype = fl::DType::bf16;
-      } else if (t == "e4m3") {
-        o.spec.dtype = fl::DType::e4m3;
-      } else {
+      if (!fl::parse_dtype(t, &o.spec.dtype)) {
         std::fprintf(stderr, "ladder: --dtype must be fp16, bf16 or e4m3, got '%s'\n", t.c_str());
         return false;
       }
       o.dtype_set = true;
     } else if (a == "--out-dtype") {
       const std::string t = need(i);
-      if (t == "fp16") {
-        o.spec.out_dtype = fl::DType::f16;
-      } else if (t == "bf16") {
-        o.spec.out_dtype = fl::DType::bf16;
-      } else {
+      if (!fl::parse_dtype(t, &o.spec.out_dtype) || o.spec.out_dtype == fl::DType::e4m3) {
         std::fprintf(stderr,
                      "ladder: --out-dtype must be fp16 or bf16 (O's type for e4m3 inputs), "
                      "got '%s'\n",
