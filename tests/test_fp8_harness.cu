@@ -37,25 +37,7 @@
 
 namespace {
 
-// splitmix64 + Box-Muller on the host: the same numbers on every machine.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t x = (state_ += 0x9E3779B97F4A7C15ull);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  float normal() {
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-  }
-
- private:
-  uint64_t state_;
-};
+using fl::test::Rng;
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
@@ -253,34 +235,11 @@ TEST(Fp8Harness, ReferenceIsFp32OnTheDequantisedInputs) {
     fl::Problem pr(c.spec);
     const fl::AttnParams& p = pr.params();
     const int64_t n = p.batch * p.heads_q * p.seqlen_q * p.head_dim;
-    const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
-    fl::DeviceBuffer o32(n * 4), lse32(rows * 4);
-    fl::reference_attention(p, fl::RefPrecision::kFp32, o32.as<float>(), lse32.as<float>(),
-                            cublas.get());
-    std::vector<float> o(n), lse(rows);
-    FL_CUDA_CHECK(cudaMemcpy(o.data(), o32.get(), n * 4, cudaMemcpyDeviceToHost));
-    FL_CUDA_CHECK(cudaMemcpy(lse.data(), lse32.get(), rows * 4, cudaMemcpyDeviceToHost));
-
-    std::vector<double> o_ref, lse_ref;
-    fl::cpu_reference(p, dequantised(pr, pr.q, p.q_stride, p.heads_q, p.seqlen_q, pr.q_descale()),
-                      dequantised(pr, pr.k, p.k_stride, p.heads_kv, p.seqlen_k, pr.k_descale()),
-                      dequantised(pr, pr.v, p.v_stride, p.heads_kv, p.seqlen_k, pr.v_descale()),
-                      o_ref, lse_ref);
-    double max_err = 0, max_ref = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      max_err = std::max(max_err, std::abs(o[i] - o_ref[i]));
-      max_ref = std::max(max_ref, std::abs(o_ref[i]));
-    }
-    EXPECT_GT(max_ref, 0.01);
-    // The bound of the 16-bit inputs' test (test_reference.cu), on inputs of the same magnitude.
-    EXPECT_LT(max_err, 2e-5) << "fp32 cuBLAS reference on e4m3 inputs vs float64";
-    for (int64_t r = 0; r < rows; ++r) {
-      if (std::isinf(lse_ref[r])) {
-        EXPECT_TRUE(std::isinf(lse[r]) && lse[r] < 0) << "row " << r;
-      } else {
-        EXPECT_NEAR(lse[r], lse_ref[r], 1e-4 * std::max(1.0, std::abs(lse_ref[r]))) << "row " << r;
-      }
-    }
+    // The bounds of the 16-bit inputs' test (test_reference.cu), on inputs of the same magnitude.
+    const fl::test::ReferenceCheck r = fl::test::expect_reference_matches_float64(
+        p, dequantised(pr, pr.q, p.q_stride, p.heads_q, p.seqlen_q, pr.q_descale()),
+        dequantised(pr, pr.k, p.k_stride, p.heads_kv, p.seqlen_k, pr.k_descale()),
+        dequantised(pr, pr.v, p.v_stride, p.heads_kv, p.seqlen_k, pr.v_descale()), cublas);
     // The reference must read the descale factors: a copy of the problem whose factors are all
     // doubled gives twice the output (V's factor) through different scores (Q's and K's).
     std::vector<float> dq = pr.q_descale(), dk = pr.k_descale(), dv = pr.v_descale();
@@ -294,20 +253,17 @@ TEST(Fp8Harness, ReferenceIsFp32OnTheDequantisedInputs) {
     fl::DeviceBuffer o2(n * 4);
     fl::reference_attention(doubled, fl::RefPrecision::kFp32, o2.as<float>(), nullptr,
                             cublas.get());
-    EXPECT_GT(fl::compare_fp32(o2.as<float>(), o32.as<float>(), n).max_abs_err, 0.1 * max_ref);
+    EXPECT_GT(fl::compare_fp32(o2.as<float>(), r.out32.as<float>(), n).max_abs_err,
+              0.1 * r.max_ref);
   }
 }
 
-// x rounded to fp16 or bf16.
-float round_out(fl::DType t, float x) {
-  return t == fl::DType::f16 ? __half2float(__float2half_rn(x))
-                             : __bfloat162float(__float2bfloat16_rn(x));
-}
+using fl::test::round_16;
 
 TEST(Fp8Harness, LowPrecisionReferenceQuantisesPAsTheFp8RungDoes) {
   // kLowp on e4m3 inputs against a host model in double: s = scale q.k on the dequantised
   // inputs, m the row max, e = exp(s - m), l = sum e, P = e4m3(448 e) / 448 / l,
-  // O = round_out(sum P v). The two differ by a few ulp of O where fp32 and double round s, e and
+  // O = round_16(sum P v). The two differ by a few ulp of O where fp32 and double round s, e and
   // O differently, and by more in a row where 448 e of one key lies so close to a midpoint of two
   // e4m3 values that the two round it to different sides (about one key in 10^5): at most 1% of
   // the rows may differ by more than 4 ulp. A model that differs (no 448, P rounded before the
@@ -363,7 +319,7 @@ TEST(Fp8Harness, LowPrecisionReferenceQuantisesPAsTheFp8RungDoes) {
               acc += w[j] * v[b * p.v_stride.batch + hk * p.v_stride.head + j * p.v_stride.row + c2];
             }
             want[((b * p.heads_q + h) * nq + i) * d + c2] =
-                round_out(p.out_dtype, static_cast<float>(acc));
+                round_16(p.out_dtype, static_cast<float>(acc));
           }
         }
       }

@@ -33,35 +33,9 @@
 
 namespace {
 
-// Seeded numbers on the host (splitmix64, Box-Muller): the same on every machine and standard
-// library, so that the host checks below hold wherever the test runs.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t x = (state_ += 0x9E3779B97F4A7C15ull);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  float normal() {
-    const double u1 = 1.0 - uniform(), u2 = uniform();  // u1 in (0, 1]
-    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
-  }
-  int64_t integer(int64_t lo, int64_t hi) {  // uniform in [lo, hi]
-    return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1));
-  }
+using fl::test::Rng;
 
- private:
-  uint64_t state_;
-};
-
-// x rounded to the dtype, as Problem::set_inputs stores it.
-float round_to(fl::DType t, float x) {
-  return t == fl::DType::f16 ? __half2float(__float2half_rn(x))
-                             : __bfloat162float(__float2bfloat16_rn(x));
-}
+using fl::test::round_16;
 
 // Q, K, V as fp32 in [B, H, N, d] order (B = 1 throughout), already rounded to the dtype.
 struct Inputs {
@@ -89,7 +63,7 @@ Inputs sized(const fl::ProblemSpec& s) {
 }
 
 void fill(std::vector<float>& x, fl::DType t, const std::function<float()>& draw) {
-  for (float& e : x) e = round_to(t, draw());
+  for (float& e : x) e = round_16(t, draw());
 }
 
 // The largest |scale * q . k| of the problem, in double, and the scaled score of query row i of
@@ -163,7 +137,7 @@ void fill_lattice(std::vector<float>& x, fl::DType t, double bound, Rng& r) {
   const int64_t top = std::min<int64_t>(kMaxInt, static_cast<int64_t>(bound / unit));
   for (float& e : x) {
     const int64_t n = r.integer(top / 2, top) * (r.next() % 2 ? 1 : -1);
-    e = round_to(t, static_cast<float>(static_cast<double>(n) * unit));
+    e = round_16(t, static_cast<float>(static_cast<double>(n) * unit));
   }
 }
 
@@ -305,7 +279,7 @@ Inputs dominant_inputs(const fl::ProblemSpec& s, Rng& r) {
       const int64_t j = dominant_key(i, n);
       for (int64_t c = 0; c < d; ++c) {
         in.k[(h * n + j) * d + c] =
-            round_to(s.dtype, r.normal() + 2.f * in.q[(h * n + i) * d + c]);
+            round_16(s.dtype, r.normal() + 2.f * in.q[(h * n + i) * d + c]);
       }
     }
   }

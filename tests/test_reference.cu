@@ -73,37 +73,10 @@ TEST(Reference, CublasMatchesFloat64) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     fl::Problem pr(c.spec);
-    const fl::AttnParams& p = pr.params();
-    const int64_t n = p.batch * p.heads_q * p.seqlen_q * p.head_dim;
-    const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
-    fl::DeviceBuffer o32(n * 4), lse32(rows * 4);
-    fl::reference_attention(p, fl::RefPrecision::kFp32, o32.as<float>(), lse32.as<float>(),
-                            cublas.get());
-    std::vector<float> o(n), lse(rows);
-    FL_CUDA_CHECK(cudaMemcpy(o.data(), o32.get(), n * 4, cudaMemcpyDeviceToHost));
-    FL_CUDA_CHECK(cudaMemcpy(lse.data(), lse32.get(), rows * 4, cudaMemcpyDeviceToHost));
-
-    std::vector<double> o_ref, lse_ref;
-    fl::cpu_reference(p, host_tensor(pr, pr.q), host_tensor(pr, pr.k), host_tensor(pr, pr.v),
-                      o_ref, lse_ref);
-    double max_err = 0, max_ref = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      max_err = std::max(max_err, std::abs(o[i] - o_ref[i]));
-      max_ref = std::max(max_ref, std::abs(o_ref[i]));
-    }
-    EXPECT_GT(max_ref, 0.01);  // the data is not trivially zero
-    EXPECT_LT(max_err, 2e-5) << "fp32 cuBLAS reference vs float64";
-    int masked = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      if (std::isinf(lse_ref[r])) {
-        ++masked;
-        EXPECT_TRUE(std::isinf(lse[r]) && lse[r] < 0) << "row " << r;
-      } else {
-        EXPECT_NEAR(lse[r], lse_ref[r], 1e-4 * std::max(1.0, std::abs(lse_ref[r]))) << "row " << r;
-      }
-    }
+    const fl::test::ReferenceCheck r = fl::test::expect_reference_matches_float64(
+        pr.params(), host_tensor(pr, pr.q), host_tensor(pr, pr.k), host_tensor(pr, pr.v), cublas);
     if (std::string(c.name) == "fp16_causal_nq_gt_nk") {
-      EXPECT_EQ(masked, 2 * (40 - 24)) << "rows that see no key";
+      EXPECT_EQ(r.masked_rows, 2 * (40 - 24)) << "rows that see no key";
     }
   }
 }
