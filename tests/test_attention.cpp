@@ -105,17 +105,19 @@ TEST(CheckCommon, RejectsBadStrides) {
   EXPECT_NE(fl::check_common(p).find("multiples of 8"), std::string::npos);
 }
 
+// The four tensors of a problem, by name and by their strides in AttnParams.
+const struct {
+  const char* name;
+  fl::Strides fl::AttnParams::*stride;
+} kTensors[] = {{"Q", &fl::AttnParams::q_stride},
+                {"K", &fl::AttnParams::k_stride},
+                {"V", &fl::AttnParams::v_stride},
+                {"O", &fl::AttnParams::o_stride}};
+
 TEST(CheckCommon, RejectsNonContiguousHeadDim) {
   // A head dimension with stride 2 (e.g. every other element of a wider tensor): each tensor is
   // refused by name, with the stride it was given.
-  const struct {
-    const char* name;
-    fl::Strides fl::AttnParams::*stride;
-  } tensors[] = {{"Q", &fl::AttnParams::q_stride},
-                 {"K", &fl::AttnParams::k_stride},
-                 {"V", &fl::AttnParams::v_stride},
-                 {"O", &fl::AttnParams::o_stride}};
-  for (const auto& t : tensors) {
+  for (const auto& t : kTensors) {
     fl::AttnParams p = valid_params();
     (p.*t.stride).dim = 2;
     EXPECT_NE(fl::check_common(p).find(std::string(t.name) +
@@ -311,14 +313,7 @@ TEST(CheckCommon, DescaleFactorsAreForE4m3Only) {
 TEST(CheckCommon, StridesAreMultiplesOf16Bytes) {
   // 8 elements are 16 bytes of fp16 but 8 bytes of e4m3: the rule is in bytes, per tensor by its
   // own type (O by out_dtype).
-  const struct {
-    const char* name;
-    fl::Strides fl::AttnParams::*stride;
-  } tensors[] = {{"Q", &fl::AttnParams::q_stride},
-                 {"K", &fl::AttnParams::k_stride},
-                 {"V", &fl::AttnParams::v_stride},
-                 {"O", &fl::AttnParams::o_stride}};
-  for (const auto& t : tensors) {
+  for (const auto& t : kTensors) {
     for (int which = 0; which < 3; ++which) {
       fl::AttnParams f16 = valid_params(), e4m3 = valid_e4m3();
       for (fl::AttnParams* p : {&f16, &e4m3}) {
