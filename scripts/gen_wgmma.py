@@ -13,7 +13,9 @@ them out once; common/ptx/wgmma.cuh explains the instruction and includes the re
 import os
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-N_VALUES = (64, 128, 256)
+# 16-bit N: 64, 128, 256, and 80 (rung 23's S tile of 80 keys at d = 256).
+N_VALUES = (64, 80, 128, 256)
+N_VALUES_FP8 = (64, 128, 256)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 FP8_TYPES = (("__nv_fp8_e4m3", "e4m3"),)
 
@@ -105,6 +107,7 @@ def main():
     for n in N_VALUES:
         for ctype, suffix in TYPES:
             parts.append(one(n, ctype, suffix))
+    for n in N_VALUES_FP8:
         for ctype, suffix in FP8_TYPES:
             parts.append(one_fp8(n, ctype, suffix))
     parts.append("// clang-format on")
