@@ -3,8 +3,8 @@
 // builds on: 22 (persistent)
 // changes:   1. head dims 64, 128 and 256, one instantiation each, with a tile shape per head dim
 //               (Config below, chosen by measurement, docs/kernels/23_final_hopper.md): 192 x 128
-//               with three consumer warpgroups for d = 64, 128 x 128 for d = 128, 128 x 64 for
-//               d = 256, where O (128 registers a thread) leaves room for a 64-key S only. A tile
+//               with three consumer warpgroups for d = 64, 128 x 128 for d = 128, 128 x 80 for
+//               d = 256, where O (128 registers a thread) leaves room for an 80-key S only. A tile
 //               is d / 64 column blocks of the 128-byte swizzle, each its own TMA box and k-steps
 //            2. any Nq, Nk >= 1: TMA fills the rows past a tensor's end with zeros (Q, K, V) and
 //               clips the rows past Nq off the store of O; the scores of keys past Nk are masked
@@ -18,8 +18,13 @@
 //               shortest), and a snake assignment of items to blocks (item_of), so that no block
 //               gets the long items of every head
 //            5. at d = 256 the O staging buffer is the consumer's own rows of sQ (the separate
-//               buffer does not fit: 64 + 64 + 2 x 2 x 32 KiB); Q is released after the store has
+//               buffer does not fit: 64 + 64 + 2 x 2 x 40 KiB); Q is released after the store has
 //               read it, not after the last S
+//            6. a shorter softmax, the part of a step the tensor cores may wait on (measured one
+//               at a time on the page): O's rescale is skipped by a warp none of whose rows got a
+//               new max (rung 16's rule: the correction is then exactly 1), and is done between
+//               the issue of S and the issue of P.V, while the tensor cores run S; a row's max is
+//               four independent chains of FMNMX, not one chain of Bc / 4
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple at most ~5% slower; causal close to the non-causal TFLOP/s (half the FLOPs
 //            counted, half the tiles visited)
@@ -50,8 +55,9 @@
 //   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 22's rings)
 //   d = 64: 112 KiB; d = 128: 192 KiB; d = 256: 192 KiB.
 //
-// Schedule of consumer c for one item: rung 22's, with tile j = n - 1 - i at step i and the mask
-// applied to S between its wait and the softmax on the first n_masked steps.
+// Schedule of consumer c for one item: rung 22's, with tile j = n - 1 - i at step i, the mask
+// applied to S between its wait and the softmax on the first n_masked steps, and O's rescale (by
+// the correction of the step before) moved from the end of a step to between its two issues.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -84,8 +90,10 @@ namespace k23_final_hopper {
 namespace gmma = ptx::gmma;
 
 // The tile shape of each head dim: Br = 64 rows per consumer warpgroup (two, or three at d = 64);
-// Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 64 keys
-// (32) and P (16) fit beside it in 240, S of 128 keys would not.
+// Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 80 keys
+// (40) and P (20) fit beside it in 240, S of 128 keys would not; K and V of 80 keys (2 stages x 2
+// x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
+// than 64 at N >= 2048 (docs/kernels/23_final_hopper.md).
 constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 22's), every d
 
 template <int kHeadDim>
@@ -95,16 +103,19 @@ struct Config {
   // while two are in their softmax. A consumer's O, S and P (32 + 64 + 32 registers) fit in 160.
   static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
   static constexpr int kBr = 64 * kConsumers;
-  static constexpr int kBc = kHeadDim == 256 ? 64 : 128;
+  static constexpr int kBc = kHeadDim == 256 ? 80 : 128;
   static constexpr int kStages = kRingStages;
-  static constexpr bool kOInQ = kHeadDim == 256;  // O staged in sQ (see the banner)
+  static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
+  // O staged in sQ (see the banner) when a separate buffer does not fit in 227 KiB.
+  static constexpr bool kOInQ =
+      tile_bytes(kBr) * 2 + 2 * kStages * tile_bytes(kBc) + 1024 > 227 * 1024;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
   static constexpr int kProducerRegs = 24;                 // setmaxnreg targets
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "registers");
-  static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
   static constexpr int kSmemBytes =
       tile_bytes(kBr) * (kOInQ ? 1 : 2) + 2 * kStages * tile_bytes(kBc) + 1024;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory: 227 KiB a block");
 };
 
 // Named barriers: kTurn + c is consumer c's turn (taken with bar.sync by c, handed over with
@@ -125,14 +136,30 @@ __device__ __forceinline__ void load_tile(uint8_t* sTile, const CUtensorMap* map
   }
 }
 
-// One KV tile of the online softmax, as rung 21: P in place of S, the correction still owed by O.
+// One KV tile of the online softmax, as rung 21: P in place of S, the correction still owed by O
+// (exactly 1 for a row whose max did not move).
 template <bool kFirst, int kBc>
 __device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row_max)[2],
                                                float (&row_sum)[2], float (&correction)[2],
                                                float scale_log2) {
-  float tile_max[2] = {-INFINITY, -INFINITY};
+  // A row's max over its Bc / 2 scores of this thread: four chains (8-key blocks b = c mod 4),
+  // joined at the end. One chain would be Bc / 2 FMNMX each waiting on the last (the SASS of
+  // rung 22 shows exactly that), the whole latency on the path to the exponentials.
+  float tile_max[2];
+  float part[2][4];
 #pragma unroll
-  for (int i = 0; i < kBc / 2; ++i) tile_max[(i / 2) % 2] = fmaxf(tile_max[(i / 2) % 2], rS[i]);
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) part[r][c] = -INFINITY;
+  }
+#pragma unroll
+  for (int i = 0; i < kBc / 2; ++i) {
+    part[(i / 2) % 2][(i / 4) % 4] = fmaxf(part[(i / 2) % 2][(i / 4) % 4], rS[i]);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
+  }
   float max_scaled[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -143,7 +170,9 @@ __device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row
     // P = 2^-inf = 0 (and, later, a correction 2^-inf = 0 of its zero O), never NaN.
     max_scaled[r] = new_max == -INFINITY ? 0.f : new_max * scale_log2;
     if constexpr (!kFirst) {
-      correction[r] = ptx::ex2_approx(fmaf(row_max[r], scale_log2, -max_scaled[r]));
+      correction[r] = new_max == row_max[r]
+                          ? 1.f
+                          : ptx::ex2_approx(fmaf(row_max[r], scale_log2, -max_scaled[r]));
       row_sum[r] *= correction[r];
     }
     row_max[r] = new_max;
@@ -233,7 +262,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   float rS[kBc / 2];
   uint32_t rP[kBc / 16][4];
   float row_max[2], row_sum[2];
-  float correction[2];
+  float correction[2] = {1.f, 1.f};
 
   const uint64_t desc_q = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
@@ -301,6 +330,13 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       ptx::wgmma::wait_group<0>();
     }
   };
+  // O *= the correction of the last softmax, skipped by a warp none of whose 16 rows got a new max
+  // (rung 16's rule; the vote is per warp, the rows of a warp are its own).
+  auto rescale_if_moved = [&] {
+    if (__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) {
+      rescale_o<kHeadDim>(rO, correction);
+    }
+  };
   auto fence_p = [&] {
 #pragma unroll
     for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
@@ -359,6 +395,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     if (n == 1 && !C::kOInQ) release_q();
     if (w.n_masked > 0) mask(n - 1);
     online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
+    correction[0] = correction[1] = 1.f;  // O holds nothing yet
     pack_p();
 
     // -------------------------------------------------------------------------------------------
@@ -366,7 +403,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     // -------------------------------------------------------------------------------------------
     // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
     // come first (the tiles are visited last to first) and run in a loop of their own, so that
-    // the loop of the plain ones is rung 22's, without a test.
+    // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
     auto step = [&](int i, auto masked) {
       const uint32_t ki = k + i;
       wait_k(ki);
@@ -375,6 +412,8 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       ptx::wgmma::fence();
       issue_s(static_cast<int>(ki % kStages));
       ptx::wgmma::commit_group();
+      rescale_if_moved();      // O is no wgmma's while S runs: P·V of the tile before waited for
+      ptx::wgmma::fence();     // the rescale's writes of O, before the wgmma that reads them
       issue_pv(static_cast<int>((ki - 1) % kStages), i > 1);
       ptx::wgmma::commit_group();
       ptx::named_barrier_arrive(other_turn, kTurnThreads);
@@ -388,7 +427,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       ptx::wgmma::fence_operands(rO);
       fence_p();
       release_v(ki - 1);
-      rescale_o<kHeadDim>(rO, correction);
       pack_p();
     };
     const int masked_end = min(w.n_masked, n);
@@ -400,6 +438,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     // STEP n: P·V of tile 0 alone
     // -------------------------------------------------------------------------------------------
     const uint32_t k_last = k + n - 1;
+    rescale_if_moved();
     wait_v(k_last);
     ptx::named_barrier_sync(my_turn, kTurnThreads);
     ptx::wgmma::fence();
