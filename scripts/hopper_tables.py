@@ -13,6 +13,7 @@ Inputs, all under docs/results/:
 Writes, between markers:
   * README.md, <!-- BEGIN hopper-table --> ... <!-- END hopper-table -->: TFLOP/s of rungs 16+
     and the peers per N, each cell with its ratio to cuDNN (fp16), and the bf16/fp16 ratios;
+  * README.md, <!-- BEGIN hopper-ladder-table --> ...: the same for rungs 16-23 from --final (fp16);
   * README.md, <!-- BEGIN final-table --> ...: the final rung (23) in every series of --final,
     with its ratios to cuDNN and FlashAttention-2; the same block on page 23 (final-series);
   * docs/kernels/NN_*.md for NN >= 17, <!-- BEGIN hopper-results --> ... <!-- END ... -->: the
@@ -92,11 +93,11 @@ def impls(table, dtype):
     return sorted({i for (t, i) in table if t == dtype and re.match(r"\d\d_", i)})
 
 
-def readme_block(meta, table, ns, src):
+def readme_block(meta, table, ns, src, dtypes=("fp16", "bf16")):
     lines = [f"{meta['gpu']}, d = 128, H = 16, the sweep's B; TFLOP/s (ratio to cuDNN, the SDPA "
              f"cudnn backend timed in the same run). torch {meta['torch']}, {meta['date'][:10]}. "
              f"Source: `{src}` (`scripts/compare_sdpa.py`; table: `scripts/hopper_tables.py`).", ""]
-    for dtype in ("fp16", "bf16"):
+    for dtype in dtypes:
         cudnn = table.get((dtype, "sdpa_cudnn"), {})
         lines.append(f"**{dtype}**")
         lines.append("")
@@ -115,6 +116,8 @@ def readme_block(meta, table, ns, src):
                     cells.append(f"{fmt(row[n])} ({row[n] / cudnn[n]:.2f}×)")
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")
+    if "bf16" not in dtypes:
+        return "\n".join(lines[:-1])
     # bf16 against fp16, per rung: the target is "bf16 within 3% of fp16".
     lines.append("bf16 / fp16 TFLOP/s of each rung, same run: " + "; ".join(
         f"{impl}: " + ", ".join(
@@ -212,6 +215,9 @@ def main():
     final_meta, final_table = load_sdpa(args.final)
     final_ns = sorted({n for (t, i), row in final_table.items() if t == "fp16" for n in row})
     block = final_block(args.final, rel(args.final))
+    updates.append(replace_block(os.path.join(REPO, "README.md"), "hopper-ladder-table",
+                                 readme_block(final_meta, final_table, final_ns, rel(args.final),
+                                              dtypes=("fp16",))) + ("README.md",))
     updates.append(replace_block(os.path.join(REPO, "README.md"), "final-table", block)
                    + ("README.md",))
     # Rungs 17-21 from --sdpa, 22 and up from --final (each against the rung before in its file).
