@@ -27,16 +27,40 @@
 
 namespace fl::test {
 
-// The input type of kernel k: the tests' 16-bit cases become e4m3 cases for a kernel with
-// fp8_inputs (rung 24). A 16-bit spec (fp16 or bf16) is returned as it is for a 16-bit kernel;
-// for an fp8 kernel its inputs become e4m3 (the same seeded values, quantised) and its dtype O's
-// type, with descale factors per head when `per_head`.
-inline ProblemSpec in_input_type(const KernelInfo& k, ProblemSpec s, bool per_head = false) {
-  if (!k.fp8_inputs || s.dtype == DType::e4m3) return s;
+// A problem of these sizes, mask, layout and seed, the LSE written (the tests' shape lists); the
+// rest of ProblemSpec as it defaults.
+inline ProblemSpec shape_spec(DType t, int64_t b, int64_t hq, int64_t hkv, int64_t nq, int64_t nk,
+                              int64_t d, bool causal, Layout layout, uint64_t seed) {
+  ProblemSpec s;
+  s.dtype = t;
+  s.batch = b;
+  s.heads_q = hq;
+  s.heads_kv = hkv;
+  s.seqlen_q = nq;
+  s.seqlen_k = nk;
+  s.head_dim = d;
+  s.causal = causal;
+  s.layout = layout;
+  s.with_lse = true;
+  s.seed = seed;
+  return s;
+}
+
+// A 16-bit spec on e4m3 inputs: the same seeded values, quantised; its dtype becomes O's type,
+// with descale factors per head when `per_head`.
+inline ProblemSpec as_e4m3(ProblemSpec s, bool per_head) {
   s.out_dtype = s.dtype;
   s.dtype = DType::e4m3;
   s.descale_per_head = per_head;
   return s;
+}
+
+// The input type of kernel k: the tests' 16-bit cases become e4m3 cases for a kernel with
+// fp8_inputs (rung 24). A 16-bit spec (fp16 or bf16) is returned as it is for a 16-bit kernel,
+// as_e4m3 of it for an fp8 kernel.
+inline ProblemSpec in_input_type(const KernelInfo& k, ProblemSpec s, bool per_head = false) {
+  if (!k.fp8_inputs || s.dtype == DType::e4m3) return s;
+  return as_e4m3(s, per_head);
 }
 
 // x rounded to fp16 or bf16 (t), as Problem::set_inputs stores a 16-bit input and a kernel

@@ -120,18 +120,9 @@ TEST(Fp8Harness, ProblemQuantisesItsSeededValuesAndSetInputs) {
     for (fl::Layout layout : {fl::Layout::BHND, fl::Layout::BNHD}) {
       SCOPED_TRACE(std::string(per_head ? "per head" : "per tensor") +
                    (layout == fl::Layout::BNHD ? ", BNHD" : ", BHND"));
-      fl::ProblemSpec s;
-      s.dtype = fl::DType::e4m3;
-      s.out_dtype = fl::DType::bf16;
-      s.descale_per_head = per_head;
-      s.batch = 2;
-      s.heads_q = 4;
-      s.heads_kv = 2;
-      s.seqlen_q = 40;
-      s.seqlen_k = 24;
-      s.head_dim = 64;
-      s.layout = layout;
-      s.seed = 9;
+      fl::ProblemSpec s = fl::test::as_e4m3(
+          fl::test::shape_spec(fl::DType::bf16, 2, 4, 2, 40, 24, 64, false, layout, 9), per_head);
+      s.with_lse = false;
       s.input_std = 3.f;
       fl::Problem pr(s);
       const fl::AttnParams& p = pr.params();
@@ -204,21 +195,8 @@ struct RefCase {
 std::vector<RefCase> ref_cases() {
   auto spec = [](int64_t b, int64_t hq, int64_t hkv, int64_t nq, int64_t nk, int64_t d,
                  bool causal, fl::Layout layout, bool per_head, fl::DType out) {
-    fl::ProblemSpec s;
-    s.dtype = fl::DType::e4m3;
-    s.out_dtype = out;
-    s.descale_per_head = per_head;
-    s.batch = b;
-    s.heads_q = hq;
-    s.heads_kv = hkv;
-    s.seqlen_q = nq;
-    s.seqlen_k = nk;
-    s.head_dim = d;
-    s.causal = causal;
-    s.layout = layout;
-    s.with_lse = true;
-    s.seed = 17;
-    return s;
+    return fl::test::as_e4m3(
+        fl::test::shape_spec(out, b, hq, hkv, nq, nk, d, causal, layout, 17), per_head);
   };
   using fl::DType;
   using fl::Layout;
@@ -371,18 +349,9 @@ TEST(Fp8Inputs, OutliersAndLargeMagnitude) {
     int ran = 0;
     for (fl::DType out : {fl::DType::f16, fl::DType::bf16}) {
       for (bool per_head : {false, true}) {
-        fl::ProblemSpec s;
-        s.dtype = fl::DType::e4m3;
-        s.out_dtype = out;
-        s.descale_per_head = per_head;
-        s.batch = 2;
-        s.heads_q = 4;
-        s.heads_kv = 2;
-        s.seqlen_q = 256;
-        s.seqlen_k = 320;
-        s.head_dim = 128;
-        s.with_lse = true;
-        s.seed = 31 + ran;
+        const fl::ProblemSpec s = fl::test::as_e4m3(
+            fl::test::shape_spec(out, 2, 4, 2, 256, 320, 128, false, fl::Layout::BHND, 31 + ran),
+            per_head);
         const std::string label = k->name() + " " + s.describe();
         {
           fl::Problem pr(s);

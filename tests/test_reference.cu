@@ -43,19 +43,7 @@ struct Case {
 std::vector<Case> cases() {
   auto spec = [](fl::DType t, int64_t b, int64_t hq, int64_t hkv, int64_t nq, int64_t nk,
                  int64_t d, bool causal, fl::Layout layout) {
-    fl::ProblemSpec s;
-    s.dtype = t;
-    s.batch = b;
-    s.heads_q = hq;
-    s.heads_kv = hkv;
-    s.seqlen_q = nq;
-    s.seqlen_k = nk;
-    s.head_dim = d;
-    s.causal = causal;
-    s.layout = layout;
-    s.with_lse = true;
-    s.seed = 7;
-    return s;
+    return fl::test::shape_spec(t, b, hq, hkv, nq, nk, d, causal, layout, 7);
   };
   using fl::DType;
   using fl::Layout;
