@@ -20,11 +20,12 @@
 //            5. at d = 256 the O staging buffer is the consumer's own rows of sQ (the separate
 //               buffer does not fit: 64 + 64 + 2 x 2 x 40 KiB); Q is released after the store has
 //               read it, not after the last S
-//            6. a shorter softmax, the part of a step the tensor cores may wait on (measured one
-//               at a time on the page): O's rescale is skipped by a warp none of whose rows got a
-//               new max (rung 16's rule: the correction is then exactly 1), and is done between
-//               the issue of S and the issue of P.V, while the tensor cores run S; a row's max is
-//               four independent chains of FMNMX, not one chain of Bc / 4
+//            6. a shorter softmax, the part of a step the tensor cores may wait on (measured on
+//               the page: 4% at the median of N >= 2048, each part alone within the noise):
+//               O's rescale is skipped by a warp none of whose rows got a new max (rung 16's
+//               rule: the correction is then exactly 1), and is done between the issue of S and
+//               the issue of P.V, while the tensor cores run S; a row's max is four independent
+//               chains of FMNMX, not one chain of Bc / 4
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple at most ~5% slower; causal close to the non-causal TFLOP/s (half the FLOPs
 //            counted, half the tiles visited)
@@ -142,9 +143,9 @@ template <bool kFirst, int kBc>
 __device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row_max)[2],
                                                float (&row_sum)[2], float (&correction)[2],
                                                float scale_log2) {
-  // A row's max over its Bc / 2 scores of this thread: four chains (8-key blocks b = c mod 4),
-  // joined at the end. One chain would be Bc / 2 FMNMX each waiting on the last (the SASS of
-  // rung 22 shows exactly that), the whole latency on the path to the exponentials.
+  // A row's max over this thread's Bc / 4 scores of it: four chains (8-key blocks b = c mod 4),
+  // joined at the end. One chain would be Bc / 4 FMNMX each waiting on the last (nvcc 13.0's SASS
+  // of rung 22 shows exactly that), the whole latency on the path to the exponentials.
   float tile_max[2];
   float part[2][4];
 #pragma unroll
