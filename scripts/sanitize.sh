@@ -47,6 +47,9 @@ done
 # left to tests/test_short_tiles.cu: this shape keeps Nq > Nk, rows that see no key).
 # The Hopper rungs (17+) take tiles of 128 keys: at N = 384 they visit 3 KV tiles through their
 # 2-stage ring, so a stage is reused (its mbarrier's second phase, parity 1) within the run.
+# Rung 23's short items (kernels/23_final_hopper/schedule.cuh): Nq = 129, Nk = 257 at d = 128 ends
+# in a query tile of 1 row, split between the two consumers (3 visits: one takes an empty turn),
+# whose first visit holds 1 key (narrow); Nq = 130 at d = 256 splits one of 2 rows.
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
   "gqa_n384_d128_lse:--n 384 --d 128 --heads 4 --heads-kv 2 --lse"
@@ -54,6 +57,7 @@ shapes=(
   "causal_nq140_nk141_d64_lse:--nq 140 --nk 141 --d 64 --heads 2 --causal --lse"
   "causal_nq150_nk67_d128:--nq 150 --nk 67 --d 128 --heads 2 --causal"
   "nq130_nk140_d256_lse:--nq 130 --nk 140 --d 256 --heads 2 --lse"
+  "nq129_nk257_d128_lse:--nq 129 --nk 257 --d 128 --heads 2 --lse"
 )
 
 ladder=$build/ladder
