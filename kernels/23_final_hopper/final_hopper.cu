@@ -279,7 +279,8 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // split item depend on the warpgroup, and from threadIdx ptxas would take them (the ring's stage,
   // the K and V descriptors) to differ between threads, computing them per thread in the loop
   // (measured in the SASS at d = 128: 83 more instructions a step, 4 R2UR per wgmma).
-  const int wg_uniform = static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(wg)));
+  const int wg_uniform =
+      static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(wg)));
   constexpr uint32_t kTurnThreads = 256;  // the consumer that hands over and the one that takes
   const float scale_log2 = p.softmax_scale * 1.44269504088896340736f;
   const int diag = sched.seqlen_k - sched.seqlen_q;
@@ -296,7 +297,8 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
   // The N of a score array: Bc for rS, 16 for rS_narrow.
-#define FL_KEYS_OF(acc) (2 * static_cast<int>(std::extent<std::remove_reference_t<decltype(acc)>>::value))
+#define FL_KEYS_OF(acc) \
+  (2 * static_cast<int>(std::extent<std::remove_reference_t<decltype(acc)>>::value))
   // S = Q_g · K_jᵀ into acc, N = its keys: d / 16 k-steps, four per 64-column block.
   auto issue_s = [&](auto& acc, int stage) {
     constexpr int kN = FL_KEYS_OF(acc);
@@ -407,7 +409,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
             for (int r = 0; r < 2; ++r) {
               const float max_theirs = buf[(32 + r) * 128 + i];
               const float m = fmaxf(row_max[r], max_theirs);
-              const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;  // online_softmax's guard
+              const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;  // softmax's guard
               f_mine[r] = ptx::ex2_approx(fmaf(row_max[r], scale_log2, -m_scaled));
               f_theirs[r] = ptx::ex2_approx(fmaf(max_theirs, scale_log2, -m_scaled));
               row_sum[r] = row_sum[r] * f_mine[r] + buf[(34 + r) * 128 + i] * f_theirs[r];
@@ -465,105 +467,124 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full), parity(q_use));
     ++q_use;
     const int n = w.n;
-    const bool narrow = my.first == 0 && w.first_keys <= kNarrowKeys;  // only visit 0 can be
-    auto visit = [&](int t) { return my.first + my.stride * t; };
+    // The item's steps, compiled twice: for a whole item (every visit, stride 1, all constants
+    // the compiler sees as the same in every thread) and for a split one (every other visit from
+    // the consumer's first). One instantiation with the stride a variable cost the whole items
+    // 8 instructions a step in the section between the turn's bar.sync and its hand-over, where
+    // the other consumer's wgmma waits (SASS at d = 128), and 2-5% of their speed (runs 54-57).
+    auto run_item = [&](auto split) {
+      constexpr bool kSplit = decltype(split)::value;
+      constexpr int stride = kSplit ? 2 : 1;
+      const int first = kSplit ? my.first : 0;
+      const int count = kSplit ? my.count : n;  // own visits
+      const int masked_visits = kSplit ? my.masked : w.n_masked;  // the first of them
+      const bool narrow = first == 0 && w.first_keys <= kNarrowKeys;  // only visit 0 can be
+      auto visit = [&](int t) { return first + stride * t; };
 
-    // -------------------------------------------------------------------------------------------
-    // STEP 0: S of the first visit alone (narrow: 16 keys)
-    // -------------------------------------------------------------------------------------------
-    const int v0 = visit(0);
-    wait_k(k + v0);
-    ptx::named_barrier_sync(my_turn, kTurnThreads);
-    auto first_visit = [&](auto& acc) {
-      ptx::wgmma::fence();
-      issue_s(acc, stage_of(k + v0));
-      ptx::wgmma::commit_group();
+      // -----------------------------------------------------------------------------------------
+      // STEP 0: S of the first visit alone (narrow: 16 keys)
+      // -----------------------------------------------------------------------------------------
+      const int v0 = visit(0);
+      wait_k(k + v0);
+      ptx::named_barrier_sync(my_turn, kTurnThreads);
+      auto first_visit = [&](auto& acc) {
+        ptx::wgmma::fence();
+        issue_s(acc, stage_of(k + v0));
+        ptx::wgmma::commit_group();
+        ptx::named_barrier_arrive(other_turn, kTurnThreads);
+        ptx::wgmma::wait_group<0>();
+        ptx::wgmma::fence_operands(acc);
+        release_k(k + v0);
+        if (count == 1 && !C::kOInQ) release_q();
+        if (masked_visits > 0) mask(acc, n - 1 - v0);
+        online_softmax<true, FL_KEYS_OF(acc)>(acc, row_max, row_sum, correction, scale_log2);
+        pack_p(acc);
+      };
+      if (narrow) {
+        first_visit(rS_narrow);
+      } else {
+        first_visit(rS);
+      }
+      correction[0] = correction[1] = 1.f;  // O holds nothing yet
+
+      // -----------------------------------------------------------------------------------------
+      // MAIN LOOP, own visits t = 1 .. count - 1: S of visit t, then P·V of visit t - 1
+      // -----------------------------------------------------------------------------------------
+      // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked visits
+      // come first (the tiles are visited last to first) and run in a loop of their own, so that
+      // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
+      auto step = [&](int t, auto masked, auto narrow_pv) {
+        const int v = visit(t), vp = visit(t - 1);
+        wait_k(k + v);
+        wait_v(k + vp);
+        ptx::named_barrier_sync(my_turn, kTurnThreads);
+        ptx::wgmma::fence();
+        issue_s(rS, stage_of(k + v));
+        ptx::wgmma::commit_group();
+        rescale_if_moved();     // O is no wgmma's while S runs: P·V of the tile before waited for
+        ptx::wgmma::fence();    // the rescale's writes of O, before the wgmma that reads them
+        issue_pv(stage_of(k + vp), t > 1, narrow_pv);
+        ptx::wgmma::commit_group();
+        ptx::named_barrier_arrive(other_turn, kTurnThreads);
+        ptx::wgmma::wait_group<1>();
+        ptx::wgmma::fence_operands(rS);
+        release_k(k + v);
+        if (t == count - 1 && !C::kOInQ) release_q();  // the item's last S
+        if constexpr (decltype(masked)::value) mask(rS, n - 1 - v);
+        online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
+        wait_pv_after(row_sum);
+        ptx::wgmma::fence_operands(rO);
+        fence_p();
+        release_v(k + vp);
+        pack_p(rS);
+      };
+      int own = 1;
+      if (narrow && count > 1) {  // P·V of the narrow visit (one k-step) in a step of its own; it
+        step(own++, std::true_type{}, std::true_type{});  // masks (needed or not: a no-op if not)
+      }
+      for (; own < masked_visits; ++own) step(own, std::true_type{}, std::false_type{});
+      for (; own < count; ++own) step(own, std::false_type{}, std::false_type{});
+
+      // -----------------------------------------------------------------------------------------
+      // STEP count: P·V of the last visit alone; a split item's empty turns; the merge
+      // -----------------------------------------------------------------------------------------
+      const int v_last = visit(count - 1);
+      rescale_if_moved();
+      wait_v(k + v_last);
+      ptx::named_barrier_sync(my_turn, kTurnThreads);
+      auto last_pv = [&](auto narrow_pv) {  // fence, issue and commit in each branch: with a fence
+        ptx::wgmma::fence();                // outside, ptxas serializes every wgmma of the kernel
+        issue_pv(stage_of(k + v_last), count > 1, narrow_pv);  // (its warning C7520)
+        ptx::wgmma::commit_group();
+      };
+      if (count == 1 && narrow) {
+        last_pv(std::true_type{});
+      } else {
+        last_pv(std::false_type{});
+      }
       ptx::named_barrier_arrive(other_turn, kTurnThreads);
       ptx::wgmma::wait_group<0>();
-      ptx::wgmma::fence_operands(acc);
-      release_k(k + v0);
-      if (my.count == 1 && !C::kOInQ) release_q();
-      if (my.masked > 0) mask(acc, n - 1 - v0);
-      online_softmax<true, FL_KEYS_OF(acc)>(acc, row_max, row_sum, correction, scale_log2);
-      pack_p(acc);
-    };
-    if (narrow) {
-      first_visit(rS_narrow);
-    } else {
-      first_visit(rS);
-    }
-    correction[0] = correction[1] = 1.f;  // O holds nothing yet
-
-    // -------------------------------------------------------------------------------------------
-    // MAIN LOOP, own visits t = 1 .. count - 1: S of visit t, then P·V of visit t - 1
-    // -------------------------------------------------------------------------------------------
-    // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked visits
-    // come first (the tiles are visited last to first) and run in a loop of their own, so that
-    // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
-    auto step = [&](int t, auto masked, auto narrow_pv) {
-      const int v = visit(t), vp = visit(t - 1);
-      wait_k(k + v);
-      wait_v(k + vp);
-      ptx::named_barrier_sync(my_turn, kTurnThreads);
-      ptx::wgmma::fence();
-      issue_s(rS, stage_of(k + v));
-      ptx::wgmma::commit_group();
-      rescale_if_moved();     // O is no wgmma's while S runs: P·V of the tile before waited for
-      ptx::wgmma::fence();    // the rescale's writes of O, before the wgmma that reads them
-      issue_pv(stage_of(k + vp), t > 1, narrow_pv);
-      ptx::wgmma::commit_group();
-      ptx::named_barrier_arrive(other_turn, kTurnThreads);
-      ptx::wgmma::wait_group<1>();
-      ptx::wgmma::fence_operands(rS);
-      release_k(k + v);
-      if (t == my.count - 1 && !C::kOInQ) release_q();  // the item's last S
-      if constexpr (decltype(masked)::value) mask(rS, n - 1 - v);
-      online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
-      wait_pv_after(row_sum);
       ptx::wgmma::fence_operands(rO);
       fence_p();
-      release_v(k + vp);
-      pack_p(rS);
+      release_v(k + v_last);
+      if constexpr (kSplit) {
+        for (int e = 0; e < my.pad; ++e) {  // the empty turns
+          ptx::named_barrier_sync(my_turn, kTurnThreads);
+          ptx::named_barrier_arrive(other_turn, kTurnThreads);
+        }
+        merge();  // consumer 0 gets the whole answer
+      }
     };
-    int own = 1;
-    if (narrow && my.count > 1) {  // P·V of the narrow visit (one k-step) in a step of its own; it
-      step(own++, std::true_type{}, std::true_type{});  // masks (needed or not: a no-op if not)
-    }
-    for (; own < my.masked; ++own) step(own, std::true_type{}, std::false_type{});
-    for (; own < my.count; ++own) step(own, std::false_type{}, std::false_type{});
-
-    // -------------------------------------------------------------------------------------------
-    // STEP count: P·V of the last visit alone; a split item's empty turns; the merge
-    // -------------------------------------------------------------------------------------------
-    const int v_last = visit(my.count - 1);
-    rescale_if_moved();
-    wait_v(k + v_last);
-    ptx::named_barrier_sync(my_turn, kTurnThreads);
-    auto last_pv = [&](auto narrow_pv) {  // fence, issue and commit in each branch: with a fence
-      ptx::wgmma::fence();                // outside, ptxas serializes every wgmma of the kernel
-      issue_pv(stage_of(k + v_last), my.count > 1, narrow_pv);  // (its warning C7520)
-      ptx::wgmma::commit_group();
-    };
-    if (my.count == 1 && narrow) {
-      last_pv(std::true_type{});
+    if (my.split) {
+      run_item(std::true_type{});
     } else {
-      last_pv(std::false_type{});
-    }
-    ptx::named_barrier_arrive(other_turn, kTurnThreads);
-    ptx::wgmma::wait_group<0>();
-    ptx::wgmma::fence_operands(rO);
-    fence_p();
-    release_v(k + v_last);
-    for (int e = 0; e < my.pad; ++e) {
-      ptx::named_barrier_sync(my_turn, kTurnThreads);
-      ptx::named_barrier_arrive(other_turn, kTurnThreads);
+      run_item(std::false_type{});
     }
     k += n;
-    // A split item: consumer 0 gets the whole answer. Consumer 1 goes through the epilogue below
-    // all the same, with its rows' store skipped (they are past Nq) and no LSE: a branch that
-    // skipped it would leave this loop by a path that depends on the warpgroup, and ptxas would
-    // then hold k (and the K descriptors) in per-thread registers instead of uniform ones.
-    if (my.split) merge();
+    // A split item: consumer 1 goes through the epilogue below all the same, with its rows' store
+    // skipped (they are past Nq) and no LSE: a branch that skipped it would leave this loop by a
+    // path that depends on the warpgroup, and ptxas would then hold k (and the K descriptors) in
+    // per-thread registers instead of uniform ones.
 
     // -------------------------------------------------------------------------------------------
     // EPILOGUE: O / l into the staging buffer by stmatrix, then TMA stores; LSE directly
