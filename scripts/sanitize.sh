@@ -47,9 +47,8 @@ done
 # left to tests/test_short_tiles.cu: this shape keeps Nq > Nk, rows that see no key).
 # The Hopper rungs (17+) take tiles of 128 keys: at N = 384 they visit 3 KV tiles through their
 # 2-stage ring, so a stage is reused (its mbarrier's second phase, parity 1) within the run.
-# Rung 23's short items (kernels/23_final_hopper/schedule.cuh): Nq = 129, Nk = 257 at d = 128 ends
-# in a query tile of 1 row, split between the two consumers (3 visits: one takes an empty turn),
-# whose first visit holds 1 key (narrow); Nq = 130 at d = 256 splits one of 2 rows.
+# Nq = 129, Nk = 257 at d = 128 ends the Hopper rungs' tiles in a query tile of 1 row and a KV
+# tile of 1 key, behind two whole ones (the edges of rung 23's short items, tried: page 23).
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
   "gqa_n384_d128_lse:--n 384 --d 128 --heads 4 --heads-kv 2 --lse"

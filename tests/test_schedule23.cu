@@ -1,11 +1,8 @@
 // Rung 23's work items (kernels/23_final_hopper/schedule.cuh), on the CPU, against a brute force
 // over rows and keys: every item is taken by exactly one block; an item visits exactly the KV
 // tiles that some of its rows see (none when no row sees a key); the masked visits are exactly
-// the tiles that hide a key from some row of the item; the keys of the first visit and the rows
-// (what makes a visit narrow and an item split) are what some row sees and has; the consumers of
-// a split item share its visits, each exactly once, masked where it is, in equal turns; and
-// causal, the snake keeps the busiest block within a few percent of the mean where the round
-// robin it replaced was 1.94x.
+// the tiles that hide a key from some row of the item; and causal, the snake keeps the busiest
+// block within a few percent of the mean where the round robin it replaced was 1.94x.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,10 +15,7 @@
 namespace {
 
 using fl::k23_final_hopper::item_of;
-using fl::k23_final_hopper::kNarrowKeys;
 using fl::k23_final_hopper::Schedule;
-using fl::k23_final_hopper::Visits;
-using fl::k23_final_hopper::visits_of;
 using fl::k23_final_hopper::Work;
 using fl::k23_final_hopper::work_of;
 
@@ -39,35 +33,6 @@ bool sees(const Schedule& s, int row, int key) {
   return key < s.seqlen_k && (!s.causal || key <= row + s.seqlen_k - s.seqlen_q);
 }
 
-// The visits of the consumers of item w: every visit 0 .. n - 1 made exactly once (by every
-// consumer for its own rows, or by one of the two of a split item), the first `masked` of each
-// consumer's the masked ones, every consumer taking as many turns (count + 1 + pad); split
-// exactly when the item has two consumers, at most 64 rows and two visits or more.
-void check_visits(const Work& w, int consumers, int item) {
-  const bool split = consumers == 2 && w.rows <= 64 && w.n >= 2;
-  std::vector<int> made(w.n, 0);
-  int turns = -1;
-  for (int c = 0; c < consumers; ++c) {
-    const Visits v = visits_of(w, c, consumers);
-    EXPECT_EQ(v.split, split) << "item " << item << " consumer " << c;
-    if (w.n == 0) continue;  // such an item is written without a visit
-    ASSERT_GE(v.count, 1) << "item " << item << " consumer " << c;
-    for (int t = 0; t < v.count; ++t) {
-      const int visit = v.first + v.stride * t;
-      ASSERT_GE(visit, 0);
-      ASSERT_LT(visit, w.n) << "item " << item << " consumer " << c;
-      ++made[visit];
-      EXPECT_EQ(t < v.masked, visit < w.n_masked) << "item " << item << " visit " << visit;
-    }
-    EXPECT_GE(v.pad, 0);
-    if (turns < 0) turns = v.count + 1 + v.pad;
-    EXPECT_EQ(v.count + 1 + v.pad, turns) << "item " << item << " consumer " << c;
-  }
-  for (int visit = 0; visit < w.n; ++visit) {
-    EXPECT_EQ(made[visit], split ? 1 : consumers) << "item " << item << " visit " << visit;
-  }
-}
-
 template <int kBr, int kBc>
 void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
   const Schedule s = make(kBr, nq, nk, int64_t{heads} * batch, causal);
@@ -81,15 +46,12 @@ void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
     ASSERT_LT(w.q0, s.seqlen_q);
     const int q1 = std::min<int>(w.q0 + kBr, s.seqlen_q);
     const int tiles = static_cast<int>((nk + kBc - 1) / kBc);
-    EXPECT_EQ(w.rows, q1 - w.q0);
-    int last_seen = -1, last_key = -1;
+    int last_seen = -1;
     for (int j = 0; j < tiles; ++j) {
       bool any_seen = false, any_hidden = false;
       for (int r = w.q0; r < q1; ++r) {
         for (int k = j * kBc; k < (j + 1) * kBc; ++k) {
-          const bool seen = sees(s, r, k);
-          (seen ? any_seen : any_hidden) = true;
-          if (seen) last_key = std::max(last_key, k);
+          (sees(s, r, k) ? any_seen : any_hidden) = true;
         }
       }
       if (any_seen) last_seen = j;
@@ -102,12 +64,6 @@ void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
     EXPECT_EQ(w.n, last_seen + 1) << "item " << t << " visits tiles 0 .. n - 1";
     EXPECT_GE(w.n_masked, 0);
     EXPECT_LE(w.n_masked, w.n);
-    // The first visit's keys: up to the last key some row sees (a narrow visit computes 16).
-    EXPECT_EQ(w.first_keys, w.n == 0 ? 0 : last_key + 1 - (w.n - 1) * kBc) << "item " << t;
-    if (w.n > 0 && w.first_keys <= kNarrowKeys) {
-      EXPECT_GE(w.n_masked, 1) << "item " << t << ": a narrow visit is a masked one";
-    }
-    check_visits(w, kBr / 64, t);
   }
   // Every item once, for a few grid sizes.
   for (int blocks : {1, 7, 132, s.count + 5}) {
@@ -127,8 +83,7 @@ void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
 TEST(Schedule23, ItemsVisitAndMaskExactlyTheRightTiles) {
   for (bool causal : {false, true}) {
     for (auto nq_nk : {std::pair<int, int>{1, 1}, {1, 300}, {300, 1}, {128, 128}, {129, 257},
-                       {300, 77}, {77, 300}, {513, 513}, {640, 384}, {192, 193}, {129, 385},
-                       {170, 257}, {145, 96}, {2049, 2049}}) {
+                       {300, 77}, {77, 300}, {513, 513}, {640, 384}, {192, 193}}) {
       check_items<128, 128>(nq_nk.first, nq_nk.second, causal, 3, 2);
       check_items<192, 128>(nq_nk.first, nq_nk.second, causal, 3, 2);
       check_items<128, 80>(nq_nk.first, nq_nk.second, causal, 3, 2);

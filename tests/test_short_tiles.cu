@@ -150,9 +150,10 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
 // Rung 23 (the final Hopper rung, same contract) on rung 16's edge shapes, and on its own: a last
 // query tile of 1 row and of Br - 1 rows, a last KV tile of 1 key, causal with Nk = Nq + 1 and
 // with Nq > Nk (rows and whole items that see no key), per d with its tile shape (tile()); and
-// its short items (schedule.cuh): a split item (at most 64 rows, two consumers: d = 128, 256)
-// with the narrow first visit's 16 keys, one row and one key more (neither), an odd number of
-// visits (one consumer takes an empty turn), and causal N + 1 (the longest item split).
+// the edges a mechanism for short items would have (one was tried, page 23, "Short items"): a
+// last query tile of 64 rows (one consumer's) with a last KV tile of 16 keys (one wgmma of N =
+// 16), one row and one key more, an odd number of KV tiles behind a 1-row query tile, and causal
+// N + 1 (the longest item a single row).
 TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k = fl::find_kernel("23");

@@ -26,10 +26,6 @@
 //               rule: the correction is then exactly 1), and is done between the issue of S and
 //               the issue of P.V, while the tensor cores run S; a row's max is four independent
 //               chains of FMNMX, not one chain of Bc / 4
-//            7. short items cheap (rung 16's short tiles, in schedule.cuh): a first visit of at
-//               most 16 keys is narrow (S one wgmma of N = 16, P.V one k-step), and with two
-//               consumers an item of at most 64 rows is split: both take those rows, every other
-//               visit each, and merge through shared memory at the end
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple at most ~5% slower; causal close to the non-causal TFLOP/s (half the FLOPs
 //            counted, half the tiles visited)
@@ -125,18 +121,12 @@ struct Config {
 
 // Named barriers: kTurn + c is consumer c's turn (taken with bar.sync by c, handed over with
 // bar.arrive by consumer c - 1, cyclically: 256 threads each); kOwn + c is consumer c's own 128
-// threads; kMerge all the consumers' threads (a split item's merge).
+// threads.
 constexpr uint32_t kTurn = 1;
 constexpr uint32_t kOwn = 4;
-constexpr uint32_t kMerge = 7;
 
-// A split item's merge passes O through shared memory 64 columns at a time, with each row's max
-// and sum: 32 + 4 floats a thread, element e of thread i at float e x 128 + i (conflict-free).
-constexpr int kMergeBytes = (32 + 4) * 128 * 4;
-
-// Issues the d / 64 boxes of the map's rows from `row` into a tile of kRows rows (columns 64 b ..
-// 64 b + 63 into block b, kRows x 128 bytes apart), completing on `bar`, armed by the caller.
-// Called by one thread.
+// Issues the d / 64 boxes of a kRows x d tile (columns 64 b .. 64 b + 63 into block b, kRows x
+// 128 bytes apart), completing on `bar`, armed by the caller. Called by one thread.
 template <int kHeadDim, int kRows>
 __device__ __forceinline__ void load_tile(uint8_t* sTile, const CUtensorMap* map, uint32_t bar,
                                           int row, int head, int batch) {
@@ -230,18 +220,10 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
     const Work w = work_of<C::kBr, C::kBc>(t, sched, static_cast<int>(p.heads_q));
     if (w.n == 0) continue;  // written by the consumers alone
     const int head_kv = w.head / group_size;
-    const bool split = visits_of(w, 0, C::kConsumers).split;
     if (q_use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.q_empty), parity(q_use - 1));
     ++q_use;
     ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full), C::tile_bytes(C::kBr));
-    // Q by consumer: the 64 rows of consumer c into its rows of each column block of sQ, from row
-    // q0 + 64 c, or in a split item from row q0 for every consumer (the rows both take), so that
-    // a consumer's Q is always at the same place (its wgmma descriptors do not change).
-#pragma unroll
-    for (int c = 0; c < C::kConsumers; ++c) {
-      load_tile<kHeadDim, C::kBr>(sQ + c * 64 * 128, tmQ, ptx::smem_addr(&bar.q_full),
-                                  split ? w.q0 : w.q0 + 64 * c, w.head, w.batch);
-    }
+    load_tile<kHeadDim, C::kBr>(sQ, tmQ, ptx::smem_addr(&bar.q_full), w.q0, w.head, w.batch);
     for (int j = w.n - 1; j >= 0; --j, ++k) {
       const int stage = static_cast<int>(k % C::kStages);
       const uint32_t use = k / C::kStages;
@@ -249,12 +231,10 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
       ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), C::tile_bytes(C::kBc));
       load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), tmK,
                                   ptx::smem_addr(&bar.k_full[stage]), j * C::kBc, head_kv, w.batch);
-      if (split) ptx::mbarrier::arrive(ptx::smem_addr(&bar.k_empty[stage]));  // for the other
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.v_empty[stage]), parity(use - 1));
       ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), C::tile_bytes(C::kBc));
       load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), tmV,
                                   ptx::smem_addr(&bar.v_full[stage]), j * C::kBc, head_kv, w.batch);
-      if (split) ptx::mbarrier::arrive(ptx::smem_addr(&bar.v_empty[stage]));  // consumer's share
     }
   }
 }
@@ -275,19 +255,12 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   constexpr int kConsumers = C::kConsumers;
   constexpr int kBr = C::kBr;
   const uint32_t my_turn = kTurn + wg, other_turn = kTurn + (wg + 1) % kConsumers;
-  // wg again, through redux.sync, whose result ptxas holds in a uniform register: the visits of a
-  // split item depend on the warpgroup, and from threadIdx ptxas would take them (the ring's stage,
-  // the K and V descriptors) to differ between threads, computing them per thread in the loop
-  // (measured in the SASS at d = 128: 83 more instructions a step, 4 R2UR per wgmma).
-  const int wg_uniform =
-      static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(wg)));
   constexpr uint32_t kTurnThreads = 256;  // the consumer that hands over and the one that takes
   const float scale_log2 = p.softmax_scale * 1.44269504088896340736f;
   const int diag = sched.seqlen_k - sched.seqlen_q;
 
   float rO[kHeadDim / 2];
   float rS[kBc / 2];
-  float rS_narrow[kNarrowKeys / 2];  // S of a narrow first visit: 16 keys
   uint32_t rP[kBc / 16][4];
   float row_max[2], row_sum[2];
   float correction[2] = {1.f, 1.f};
@@ -296,49 +269,44 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
   const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
-  // The N of a score array: Bc for rS, 16 for rS_narrow.
-#define FL_KEYS_OF(acc) \
-  (2 * static_cast<int>(std::extent<std::remove_reference_t<decltype(acc)>>::value))
-  // S = Q_g · K_jᵀ into acc, N = its keys: d / 16 k-steps, four per 64-column block.
-  auto issue_s = [&](auto& acc, int stage) {
-    constexpr int kN = FL_KEYS_OF(acc);
+  // S = Q_g · K_jᵀ: d / 16 k-steps, four per 64-column block.
+  auto issue_s = [&](int stage) {
     const uint64_t desc_k = gmma::advance(desc_k0, stage * C::tile_bytes(kBc));
 #pragma unroll
     for (int s = 0; s < kHeadDim / 16; ++s) {
-      ptx::wgmma::Wgmma<T, kN>::template ss<0>(
-          acc, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
+      ptx::wgmma::Wgmma<T, kBc>::template ss<0>(
+          rS, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
           gmma::advance(desc_k, (s / 4) * kBc * 128 + (s % 4) * 32), s > 0);
     }
   };
-  // O += P · V: Bc / 16 k-steps of 16 keys (kNarrow: a narrow visit's P, one), one wgmma of N = d
-  // each (the descriptor's leading byte offset, Bc x 128 bytes, steps across V's column blocks).
-  auto issue_pv = [&](int stage, bool accumulate, auto narrow_p) {
-    constexpr int kSteps = decltype(narrow_p)::value ? kNarrowKeys / 16 : kBc / 16;
+  // O += P · V: Bc / 16 k-steps of 16 keys, one wgmma of N = d each (the descriptor's leading
+  // byte offset, Bc x 128 bytes, steps across V's column blocks).
+  auto issue_pv = [&](int stage, bool accumulate) {
     const uint64_t desc_v = gmma::advance(desc_v0, stage * C::tile_bytes(kBc));
 #pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
+    for (int s = 0; s < kBc / 16; ++s) {
       ptx::wgmma::Wgmma<T, kHeadDim>::template rs<1>(rO, rP[s], gmma::advance(desc_v, s * 16 * 128),
                                                      s > 0 || accumulate);
     }
   };
-  auto pack_p = [&](const auto& acc) {
+  auto pack_p = [&] {
 #pragma unroll
-    for (int s = 0; s < FL_KEYS_OF(acc) / 16; ++s) {
-      rP[s][0] = pack2<T>(acc[8 * s + 0], acc[8 * s + 1]);
-      rP[s][1] = pack2<T>(acc[8 * s + 2], acc[8 * s + 3]);
-      rP[s][2] = pack2<T>(acc[8 * s + 4], acc[8 * s + 5]);
-      rP[s][3] = pack2<T>(acc[8 * s + 6], acc[8 * s + 7]);
+    for (int s = 0; s < kBc / 16; ++s) {
+      rP[s][0] = pack2<T>(rS[8 * s + 0], rS[8 * s + 1]);
+      rP[s][1] = pack2<T>(rS[8 * s + 2], rS[8 * s + 3]);
+      rP[s][2] = pack2<T>(rS[8 * s + 4], rS[8 * s + 5]);
+      rP[s][3] = pack2<T>(rS[8 * s + 6], rS[8 * s + 7]);
     }
   };
   // The scores of the keys a row does not see become -inf: key >= limit[r] for row r, limit =
   // Nk, or min(Nk, row + 1 + Nk - Nq) when causal. Element i is key 8 (i / 4) + 2 quad + i % 2
   // of the tile, row (i / 2) % 2.
   int limit[2];
-  auto mask = [&](auto& acc, int j) {
+  auto mask = [&](int j) {
     const int key0 = j * kBc + 2 * quad;
 #pragma unroll
-    for (int i = 0; i < FL_KEYS_OF(acc) / 2; ++i) {
-      if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) acc[i] = -INFINITY;
+    for (int i = 0; i < kBc / 2; ++i) {
+      if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) rS[i] = -INFINITY;
     }
   };
   auto wait_k = [&](uint32_t k) {
@@ -374,58 +342,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
 #pragma unroll
     for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
   };
-  auto stage_of = [](uint32_t k) { return static_cast<int>(k % kStages); };
-
-  // A split item's partial answers into consumer 0, as two tiles of the online softmax combine
-  // (rung 16's merge_split, here across warpgroups): with m the larger of the two maxima of a
-  // row, f = 2^(m' c - m c) for each side's max m' (0 for a side that saw no key of the row), l =
-  // f l' + f'' l'', O = f O' + f'' O''. Consumer 1 hands over its max, sums and O, 64 columns at
-  // a time, through a buffer nothing else uses then: sO (d = 128) once both consumers' last
-  // stores have read it, or sQ (d = 256: O's staging), whose Q no S reads any more.
-  static_assert(kMergeBytes <= C::tile_bytes(kBr), "the merge buffer fits in sO / sQ");
-  auto merge = [&] {
-    float* buf = reinterpret_cast<float*>(sO);  // sQ at d = 256
-    const int i = threadIdx.x % 128;
-    constexpr uint32_t kAll = 128 * kConsumers;
-    if (leader) ptx::tma::wait_group_read<0>();
-    ptx::named_barrier_sync(kMerge, kAll);
-    for (int c = 1; c < kConsumers; ++c) {
-      float f_mine[2], f_theirs[2];
-#pragma unroll
-      for (int chunk = 0; chunk < kHeadDim / 64; ++chunk) {
-        if (wg == c) {
-#pragma unroll
-          for (int e = 0; e < 32; ++e) buf[e * 128 + i] = rO[32 * chunk + e];
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            buf[(32 + r) * 128 + i] = row_max[r];
-            buf[(34 + r) * 128 + i] = row_sum[r];
-          }
-        }
-        ptx::named_barrier_sync(kMerge, kAll);
-        if (wg == 0) {
-          if (chunk == 0) {
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              const float max_theirs = buf[(32 + r) * 128 + i];
-              const float m = fmaxf(row_max[r], max_theirs);
-              const float m_scaled = m == -INFINITY ? 0.f : m * scale_log2;  // softmax's guard
-              f_mine[r] = ptx::ex2_approx(fmaf(row_max[r], scale_log2, -m_scaled));
-              f_theirs[r] = ptx::ex2_approx(fmaf(max_theirs, scale_log2, -m_scaled));
-              row_sum[r] = row_sum[r] * f_mine[r] + buf[(34 + r) * 128 + i] * f_theirs[r];
-              row_max[r] = m;
-            }
-          }
-#pragma unroll
-          for (int e = 0; e < 32; ++e) {
-            rO[32 * chunk + e] =
-                rO[32 * chunk + e] * f_mine[(e / 2) % 2] + buf[e * 128 + i] * f_theirs[(e / 2) % 2];
-          }
-        }
-        ptx::named_barrier_sync(kMerge, kAll);  // read: the buffer is free again
-      }
-    }
-  };
 
   // Consumer 0 goes first: the last consumer hands it its first turn.
   if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
@@ -435,10 +351,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     const int t = item_of(round, gridDim.x, blockIdx.x, sched);
     if (t < 0) continue;
     const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
-    // This consumer's visits (all of them for its own rows, or, in a split item, every other one
-    // for consumer 0's rows) and its rows: row0 and row0 + 8.
-    const Visits my = visits_of(w, wg_uniform, kConsumers);
-    const int row0 = w.q0 + 64 * (my.split ? 0 : wg) + 16 * warp + group;
+    const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
     if (w.n == 0) {
       // No row of the item sees a key: O = 0, LSE = -inf, stored directly (no load was issued).
       T* gO = static_cast<T*>(p.o) + w.batch * p.o_stride.batch + w.head * p.o_stride.head;
@@ -467,124 +380,77 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full), parity(q_use));
     ++q_use;
     const int n = w.n;
-    // The item's steps, compiled twice: for a whole item (every visit, stride 1, all constants
-    // the compiler sees as the same in every thread) and for a split one (every other visit from
-    // the consumer's first). One instantiation with the stride a variable cost the whole items
-    // 8 instructions a step in the section between the turn's bar.sync and its hand-over, where
-    // the other consumer's wgmma waits (SASS at d = 128), and 2-5% of their speed (runs 54-57).
-    auto run_item = [&](auto split) {
-      constexpr bool kSplit = decltype(split)::value;
-      constexpr int stride = kSplit ? 2 : 1;
-      const int first = kSplit ? my.first : 0;
-      const int count = kSplit ? my.count : n;  // own visits
-      const int masked_visits = kSplit ? my.masked : w.n_masked;  // the first of them
-      const bool narrow = first == 0 && w.first_keys <= kNarrowKeys;  // only visit 0 can be
-      auto visit = [&](int t) { return first + stride * t; };
 
-      // -----------------------------------------------------------------------------------------
-      // STEP 0: S of the first visit alone (narrow: 16 keys)
-      // -----------------------------------------------------------------------------------------
-      const int v0 = visit(0);
-      wait_k(k + v0);
+    // -------------------------------------------------------------------------------------------
+    // STEP 0: S of tile n - 1 alone
+    // -------------------------------------------------------------------------------------------
+    wait_k(k);
+    ptx::named_barrier_sync(my_turn, kTurnThreads);
+    ptx::wgmma::fence();
+    issue_s(static_cast<int>(k % kStages));
+    ptx::wgmma::commit_group();
+    ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    ptx::wgmma::wait_group<0>();
+    ptx::wgmma::fence_operands(rS);
+    release_k(k);
+    if (n == 1 && !C::kOInQ) release_q();
+    if (w.n_masked > 0) mask(n - 1);
+    online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
+    correction[0] = correction[1] = 1.f;  // O holds nothing yet
+    pack_p();
+
+    // -------------------------------------------------------------------------------------------
+    // MAIN LOOP, steps 1 .. n-1: S of tile n - 1 - i, then P·V of the tile before
+    // -------------------------------------------------------------------------------------------
+    // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
+    // come first (the tiles are visited last to first) and run in a loop of their own, so that
+    // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
+    auto step = [&](int i, auto masked) {
+      const uint32_t ki = k + i;
+      wait_k(ki);
+      wait_v(ki - 1);
       ptx::named_barrier_sync(my_turn, kTurnThreads);
-      auto first_visit = [&](auto& acc) {
-        ptx::wgmma::fence();
-        issue_s(acc, stage_of(k + v0));
-        ptx::wgmma::commit_group();
-        ptx::named_barrier_arrive(other_turn, kTurnThreads);
-        ptx::wgmma::wait_group<0>();
-        ptx::wgmma::fence_operands(acc);
-        release_k(k + v0);
-        if (count == 1 && !C::kOInQ) release_q();
-        if (masked_visits > 0) mask(acc, n - 1 - v0);
-        online_softmax<true, FL_KEYS_OF(acc)>(acc, row_max, row_sum, correction, scale_log2);
-        pack_p(acc);
-      };
-      if (narrow) {
-        first_visit(rS_narrow);
-      } else {
-        first_visit(rS);
-      }
-      correction[0] = correction[1] = 1.f;  // O holds nothing yet
-
-      // -----------------------------------------------------------------------------------------
-      // MAIN LOOP, own visits t = 1 .. count - 1: S of visit t, then P·V of visit t - 1
-      // -----------------------------------------------------------------------------------------
-      // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked visits
-      // come first (the tiles are visited last to first) and run in a loop of their own, so that
-      // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
-      auto step = [&](int t, auto masked, auto narrow_pv) {
-        const int v = visit(t), vp = visit(t - 1);
-        wait_k(k + v);
-        wait_v(k + vp);
-        ptx::named_barrier_sync(my_turn, kTurnThreads);
-        ptx::wgmma::fence();
-        issue_s(rS, stage_of(k + v));
-        ptx::wgmma::commit_group();
-        rescale_if_moved();     // O is no wgmma's while S runs: P·V of the tile before waited for
-        ptx::wgmma::fence();    // the rescale's writes of O, before the wgmma that reads them
-        issue_pv(stage_of(k + vp), t > 1, narrow_pv);
-        ptx::wgmma::commit_group();
-        ptx::named_barrier_arrive(other_turn, kTurnThreads);
-        ptx::wgmma::wait_group<1>();
-        ptx::wgmma::fence_operands(rS);
-        release_k(k + v);
-        if (t == count - 1 && !C::kOInQ) release_q();  // the item's last S
-        if constexpr (decltype(masked)::value) mask(rS, n - 1 - v);
-        online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
-        wait_pv_after(row_sum);
-        ptx::wgmma::fence_operands(rO);
-        fence_p();
-        release_v(k + vp);
-        pack_p(rS);
-      };
-      int own = 1;
-      if (narrow && count > 1) {  // P·V of the narrow visit (one k-step) in a step of its own; it
-        step(own++, std::true_type{}, std::true_type{});  // masks (needed or not: a no-op if not)
-      }
-      for (; own < masked_visits; ++own) step(own, std::true_type{}, std::false_type{});
-      for (; own < count; ++own) step(own, std::false_type{}, std::false_type{});
-
-      // -----------------------------------------------------------------------------------------
-      // STEP count: P·V of the last visit alone; a split item's empty turns; the merge
-      // -----------------------------------------------------------------------------------------
-      const int v_last = visit(count - 1);
-      rescale_if_moved();
-      wait_v(k + v_last);
-      ptx::named_barrier_sync(my_turn, kTurnThreads);
-      auto last_pv = [&](auto narrow_pv) {  // fence, issue and commit in each branch: with a fence
-        ptx::wgmma::fence();                // outside, ptxas serializes every wgmma of the kernel
-        issue_pv(stage_of(k + v_last), count > 1, narrow_pv);  // (its warning C7520)
-        ptx::wgmma::commit_group();
-      };
-      if (count == 1 && narrow) {
-        last_pv(std::true_type{});
-      } else {
-        last_pv(std::false_type{});
-      }
+      ptx::wgmma::fence();
+      issue_s(static_cast<int>(ki % kStages));
+      ptx::wgmma::commit_group();
+      rescale_if_moved();      // O is no wgmma's while S runs: P·V of the tile before waited for
+      ptx::wgmma::fence();     // the rescale's writes of O, before the wgmma that reads them
+      issue_pv(static_cast<int>((ki - 1) % kStages), i > 1);
+      ptx::wgmma::commit_group();
       ptx::named_barrier_arrive(other_turn, kTurnThreads);
-      ptx::wgmma::wait_group<0>();
+      ptx::wgmma::wait_group<1>();
+      ptx::wgmma::fence_operands(rS);
+      release_k(ki);
+      if (i == n - 1 && !C::kOInQ) release_q();  // the item's last S
+      if constexpr (decltype(masked)::value) mask(n - 1 - i);
+      online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
+      wait_pv_after(row_sum);
       ptx::wgmma::fence_operands(rO);
       fence_p();
-      release_v(k + v_last);
-      if constexpr (kSplit) {
-        for (int e = 0; e < my.pad; ++e) {  // the empty turns
-          ptx::named_barrier_sync(my_turn, kTurnThreads);
-          ptx::named_barrier_arrive(other_turn, kTurnThreads);
-        }
-        merge();  // consumer 0 gets the whole answer
-      }
+      release_v(ki - 1);
+      pack_p();
     };
-    if (my.split) {
-      run_item(std::true_type{});
-    } else {
-      run_item(std::false_type{});
-    }
+    const int masked_end = min(w.n_masked, n);
+    int i = 1;
+    for (; i < masked_end; ++i) step(i, std::true_type{});
+    for (; i < n; ++i) step(i, std::false_type{});
+
+    // -------------------------------------------------------------------------------------------
+    // STEP n: P·V of tile 0 alone
+    // -------------------------------------------------------------------------------------------
+    const uint32_t k_last = k + n - 1;
+    rescale_if_moved();
+    wait_v(k_last);
+    ptx::named_barrier_sync(my_turn, kTurnThreads);
+    ptx::wgmma::fence();
+    issue_pv(static_cast<int>(k_last % kStages), n > 1);
+    ptx::wgmma::commit_group();
+    ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    ptx::wgmma::wait_group<0>();
+    ptx::wgmma::fence_operands(rO);
+    fence_p();
+    release_v(k_last);
     k += n;
-    // A split item: consumer 1 goes through the epilogue below all the same, with its rows' store
-    // skipped (they are past Nq) and no LSE: a branch that skipped it would leave this loop by a
-    // path that depends on the warpgroup, and ptxas would then hold k (and the K descriptors) in
-    // per-thread registers instead of uniform ones.
 
     // -------------------------------------------------------------------------------------------
     // EPILOGUE: O / l into the staging buffer by stmatrix, then TMA stores; LSE directly
@@ -629,7 +495,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       }
     }
     if constexpr (C::kOInQ) release_q();
-    if (p.lse != nullptr && quad == 0 && (!my.split || wg == 0)) {
+    if (p.lse != nullptr && quad == 0) {
       constexpr float kLn2 = 0.69314718055994530942f;
       float* lse = p.lse + (static_cast<int64_t>(w.batch) * p.heads_q + w.head) * sched.seqlen_q;
 #pragma unroll
@@ -643,7 +509,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
   if (wg == 0) ptx::named_barrier_sync(my_turn, kTurnThreads);
   if (leader) ptx::tma::wait_group<0>();
-#undef FL_KEYS_OF
 }
 
 template <typename T, int kHeadDim>
@@ -755,7 +620,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
       const unsigned blocks = static_cast<unsigned>(sms < sched.count ? sms : sched.count);
       const CUtensorMap tmQ = make_tensor_map_4d(p.q, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
-                                                 p.q_stride, 64);  // a consumer's rows a box
+                                                 p.q_stride, C::kBr);
       const CUtensorMap tmK = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
                                                  p.k_stride, C::kBc);
       const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
