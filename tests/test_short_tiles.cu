@@ -150,10 +150,9 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
 // Rung 23 (the final Hopper rung, same contract) on rung 16's edge shapes, and on its own: a last
 // query tile of 1 row and of Br - 1 rows, a last KV tile of 1 key, causal with Nk = Nq + 1 and
 // with Nq > Nk (rows and whole items that see no key), per d with its tile shape (tile()); and
-// the edges a mechanism for short items would have (one was tried, page 23, "Short items"): a
-// last query tile of 64 rows (one consumer's) with a last KV tile of 16 keys (one wgmma of N =
-// 16), one row and one key more, an odd number of KV tiles behind a 1-row query tile, and causal
-// N + 1 (the longest item a single row).
+// the edges of the short items tried on it (page 23, "Short items"): a last query tile of 64 rows
+// (one consumer's) with a last KV tile of 16 keys, one row and one key more, an odd number of KV
+// tiles behind a 1-row query tile, and causal N + 1 (the longest item a single row).
 TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k = fl::find_kernel("23");
@@ -171,9 +170,9 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
       all.push_back({ty + "last_q_tile_br_minus_1", spec(t, d, 2 * br - 1, 2 * bc, false)});
       all.push_back({ty + "causal_nk_nq_plus_1", spec(t, d, br + 1, br + 2, true)});
       all.push_back({ty + "causal_items_see_no_key", spec(t, d, 2 * br + 5, 3, true)});
-      all.push_back({ty + "split_64_rows_narrow_16_keys", spec(t, d, br + 64, 2 * bc + 16, false)});
-      all.push_back({ty + "whole_65_rows_17_keys", spec(t, d, br + 65, 2 * bc + 17, false)});
-      all.push_back({ty + "split_odd_visits", spec(t, d, br + 1, 2 * bc + 1, false)});
+      all.push_back({ty + "last_q_tile_64_kv_tile_16", spec(t, d, br + 64, 2 * bc + 16, false)});
+      all.push_back({ty + "last_q_tile_65_kv_tile_17", spec(t, d, br + 65, 2 * bc + 17, false)});
+      all.push_back({ty + "last_q_tile_1_three_kv_tiles", spec(t, d, br + 1, 2 * bc + 1, false)});
       all.push_back({ty + "causal_n_plus_1", spec(t, d, 2 * br + 1, 2 * br + 1, true)});
       for (const Case& c : all) {
         const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());

@@ -27,8 +27,9 @@
 //               the issue of P.V, while the tensor cores run S; a row's max is four independent
 //               chains of FMNMX, not one chain of Bc / 4
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
-//            multiple at most ~5% slower; causal close to the non-causal TFLOP/s (half the FLOPs
-//            counted, half the tiles visited)
+//            multiple 4-14% slower (measured, run 51: rung 16's short tiles are not here, page
+//            23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half
+//            the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
