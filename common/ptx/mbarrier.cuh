@@ -14,8 +14,6 @@
 //   arrive_expect_tx(bar, b) one arrival, and b more bytes expected in this phase (the TMA
 //                           copies that name this barrier count them down as they land).
 //   arrive(bar)             one arrival.
-//   arrive_cluster(bar, r)  one arrival on the barrier at the same offset in block r of the
-//                           cluster (common/ptx/cluster.cuh).
 //   wait(bar, parity)       spins on try_wait.parity until the phase of that parity completed.
 // Wrong parity does not fail: it returns at once on a stale phase (reads data not yet there) or
 // hangs. tests/test_hopper_ptx.cu drives a ring through many more uses than stages.
@@ -43,21 +41,6 @@ __device__ __forceinline__ void arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
-// One arrival on the barrier at the same offset `bar` in the block of rank `cta` of the cluster
-// (this block's own when cta is its rank): mapa turns the offset into that block's address.
-// The default semantics (release at CTA scope), as CUTLASS's ClusterBarrier::arrive: what the
-// arrival hands back is a stage that the wgmma of this block read and that a TMA copy will
-// write next, both async-proxy operations ordered by the mbarrier itself. Spelled
-// .release.cluster, nvcc 13.0 puts a MEMBAR.ALL.GPU before every arrival (seen in the SASS of
-// rung 23; device run 63: 25% slower).
-__device__ __forceinline__ void arrive_cluster(uint32_t bar, uint32_t cta) {
-  asm volatile(
-      "{\n.reg .b32 remote;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
-}
 // One probe: true when the phase of parity `parity` has completed. try_wait may suspend the thread
 // for a while (a hardware time limit) before it answers false.
 __device__ __forceinline__ bool try_wait(uint32_t bar, uint32_t parity) {

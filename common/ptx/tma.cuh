@@ -8,7 +8,6 @@
 // what lies outside the tensor with zeros, and counts the bytes down on an mbarrier
 // (common/ptx/mbarrier.cuh) as they land: the consumers wait on that barrier, nobody on the copy.
 //   load_4d(dst, map, bar, c0, c1, c2, c3)   box at coordinates (c0 innermost .. c3), in elements
-//   load_4d_multicast(dst, map, bar, mask, ...)  the same box into several blocks of a cluster
 // The box's byte count (zero-filled bytes included) must be announced on the barrier with
 // arrive_expect_tx before (or in the same phase as) the copy, or the phase never completes.
 //
@@ -36,21 +35,6 @@ __device__ __forceinline__ void load_4d(uint32_t dst, const void* map, uint32_t 
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-      : "memory");
-}
-
-// The same copy, written to every block of the cluster whose bit is set in `cta_mask` (bit r: the
-// block of rank r, common/ptx/cluster.cuh), at the same shared-memory offset `dst` in each, and
-// counted down on the mbarrier at offset `bar` in each: one read of L2, several blocks fed. Each
-// destination's barrier must expect these bytes in its own phase.
-__device__ __forceinline__ void load_4d_multicast(uint32_t dst, const void* map, uint32_t bar,
-                                                  uint16_t cta_mask, int c0, int c1, int c2,
-                                                  int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2),
-      "r"(c3)
       : "memory");
 }
 

@@ -72,7 +72,6 @@
 
 #include "common/cuda_check.h"
 #include "common/dtype.cuh"
-#include "common/ptx/cluster.cuh"
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
 #include "common/ptx/math.cuh"
@@ -98,9 +97,6 @@ namespace gmma = ptx::gmma;
 // x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
 // than 64 at N >= 2048 (docs/kernels/23_final_hopper.md).
 constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 22's), every d
-// Blocks run in clusters of two that take an item (two adjacent query tiles of one head) together:
-// each loads half of every K and V tile and multicasts it to both (section "Two blocks, one load").
-constexpr int kCluster = 2;
 
 template <int kHeadDim>
 struct Config {
@@ -139,24 +135,6 @@ __device__ __forceinline__ void load_tile(uint8_t* sTile, const CUtensorMap* map
   for (int blk = 0; blk < kHeadDim / 64; ++blk) {
     ptx::tma::load_4d(ptx::smem_addr(sTile) + blk * kRows * 128, map, bar, 64 * blk, row, head,
                       batch);
-  }
-}
-
-// This block's half of a kRows x d K or V tile: rows [row + half, row + half + kRows / 2), half =
-// rank x kRows / 2, into the same rows of the tile in both blocks of the cluster, completing on
-// `bar` in each (armed by each block's producer for the whole tile: its two halves). The map's
-// box is kRows / 2 rows; kRows / 2 is a multiple of 8, so each half starts on a 1024-byte swizzle
-// atom. Called by one thread.
-template <int kHeadDim, int kRows>
-__device__ __forceinline__ void load_half_multicast(uint8_t* sTile, const CUtensorMap* map,
-                                                    uint32_t bar, uint32_t rank, int row,
-                                                    int head, int batch) {
-  static_assert((kRows / 2) % 8 == 0, "a half tile is whole 8-row swizzle atoms");
-  const int half = static_cast<int>(rank) * (kRows / 2);
-#pragma unroll
-  for (int blk = 0; blk < kHeadDim / 64; ++blk) {
-    ptx::tma::load_4d_multicast(ptx::smem_addr(sTile) + blk * kRows * 128 + half * 128, map, bar,
-                                (1u << kCluster) - 1, 64 * blk, row + half, head, batch);
   }
 }
 
@@ -226,12 +204,10 @@ struct Barriers {
 
 __device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
 
-// The producer: one thread. For each item: Q, if this block computes a tile of it, once the
-// consumers are done with the last one's; then this block's half of K_j and V_j for j = slots - 1
-// down to 0, each as soon as its stage is free in both blocks (the stage's empty barrier counts
-// the consumers of both), multicast to both.
+// The producer: one thread. For each item that visits a tile: Q once the consumers are done with
+// the last one's, then K_j and V_j for j = n - 1 down to 0, each as soon as its stage is free.
 template <int kHeadDim>
-__device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched, uint32_t rank,
+__device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched,
                                          const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                          const CUtensorMap* tmV, uint8_t* sQ, uint8_t* sK,
                                          uint8_t* sV, Barriers& bar) {
@@ -239,31 +215,27 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
   const int group_size = static_cast<int>(p.heads_q / p.heads_kv);
   uint32_t k = 0;      // the block's KV tile count
   uint32_t q_use = 0;  // the block's Q tile count (items with n > 0)
-  for (int round = 0; round * ptx::cluster::count() < sched.count; ++round) {
-    const int t = item_of(round, ptx::cluster::count(), ptx::cluster::id(), sched);
+  for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
+    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
     if (t < 0) continue;
-    const Work w = work_of<C::kBr, C::kBc>(t, static_cast<int>(rank), sched,
-                                           static_cast<int>(p.heads_q));
+    const Work w = work_of<C::kBr, C::kBc>(t, sched, static_cast<int>(p.heads_q));
+    if (w.n == 0) continue;  // written by the consumers alone
     const int head_kv = w.head / group_size;
-    if (w.n > 0) {  // otherwise the consumers write the item's rows alone
-      if (q_use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.q_empty), parity(q_use - 1));
-      ++q_use;
-      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full), C::tile_bytes(C::kBr));
-      load_tile<kHeadDim, C::kBr>(sQ, tmQ, ptx::smem_addr(&bar.q_full), w.q0, w.head, w.batch);
-    }
-    for (int j = w.slots - 1; j >= 0; --j, ++k) {
+    if (q_use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.q_empty), parity(q_use - 1));
+    ++q_use;
+    ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full), C::tile_bytes(C::kBr));
+    load_tile<kHeadDim, C::kBr>(sQ, tmQ, ptx::smem_addr(&bar.q_full), w.q0, w.head, w.batch);
+    for (int j = w.n - 1; j >= 0; --j, ++k) {
       const int stage = static_cast<int>(k % C::kStages);
       const uint32_t use = k / C::kStages;
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.k_empty[stage]), parity(use - 1));
       ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), C::tile_bytes(C::kBc));
-      load_half_multicast<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), tmK,
-                                            ptx::smem_addr(&bar.k_full[stage]), rank, j * C::kBc,
-                                            head_kv, w.batch);
+      load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), tmK,
+                                  ptx::smem_addr(&bar.k_full[stage]), j * C::kBc, head_kv, w.batch);
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.v_empty[stage]), parity(use - 1));
       ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), C::tile_bytes(C::kBc));
-      load_half_multicast<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), tmV,
-                                            ptx::smem_addr(&bar.v_full[stage]), rank, j * C::kBc,
-                                            head_kv, w.batch);
+      load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), tmV,
+                                  ptx::smem_addr(&bar.v_full[stage]), j * C::kBc, head_kv, w.batch);
     }
   }
 }
@@ -271,8 +243,7 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
 // A consumer warpgroup: 64 query rows of each of the block's items (rung 22's steps; see the
 // banner for what masks and when).
 template <typename T, int kHeadDim>
-__device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched, uint32_t rank,
-                                         int wg,
+__device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched, int wg,
                                          const CUtensorMap* tmO, uint8_t* sQ, const uint8_t* sK,
                                          const uint8_t* sV, uint8_t* sO, Barriers& bar) {
   using C = Config<kHeadDim>;
@@ -345,23 +316,11 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   auto wait_v = [&](uint32_t k) {
     ptx::mbarrier::wait(ptx::smem_addr(&bar.v_full[k % kStages]), parity(k / kStages));
   };
-  // A stage is free once the consumers of both blocks are done with it: both halves of it were
-  // written into both blocks, each by one block's producer.
   auto release_k = [&](uint32_t k) {
-    if (leader) {
-#pragma unroll
-      for (uint32_t r = 0; r < kCluster; ++r) {
-        ptx::mbarrier::arrive_cluster(ptx::smem_addr(&bar.k_empty[k % kStages]), r);
-      }
-    }
+    if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.k_empty[k % kStages]));
   };
   auto release_v = [&](uint32_t k) {
-    if (leader) {
-#pragma unroll
-      for (uint32_t r = 0; r < kCluster; ++r) {
-        ptx::mbarrier::arrive_cluster(ptx::smem_addr(&bar.v_empty[k % kStages]), r);
-      }
-    }
+    if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.v_empty[k % kStages]));
   };
   auto release_q = [&] {
     if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty));
@@ -389,21 +348,11 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
 
   uint32_t k = 0, q_use = 0;
-  for (int round = 0; round * ptx::cluster::count() < sched.count; ++round) {
-    const int t = item_of(round, ptx::cluster::count(), ptx::cluster::id(), sched);
+  for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
+    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
     if (t < 0) continue;
-    const Work w = work_of<C::kBr, kBc>(t, static_cast<int>(rank), sched,
-                                        static_cast<int>(p.heads_q));
+    const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
     const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
-    // The tiles the other block of the cluster visits and this one does not (causal: the lower
-    // query tile sees one KV tile fewer): they are the first slots, waited for (both halves
-    // landed, so both blocks' producers had the stage free) and released unread.
-    for (int i = 0; i < w.slots - w.n; ++i, ++k) {
-      wait_k(k);
-      release_k(k);
-      wait_v(k);
-      release_v(k);
-    }
     if (w.n == 0) {
       // No row of the item sees a key: O = 0, LSE = -inf, stored directly (no load was issued).
       T* gO = static_cast<T*>(p.o) + w.batch * p.o_stride.batch + w.head * p.o_stride.head;
@@ -564,7 +513,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
 }
 
 template <typename T, int kHeadDim>
-__global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(Config<kHeadDim>::kThreads, 1)
+__global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
     attention_kernel(const AttnParams p, const Schedule sched,
                      const __grid_constant__ CUtensorMap tmQ,
                      const __grid_constant__ CUtensorMap tmK,
@@ -588,26 +537,22 @@ __global__ void __cluster_dims__(kCluster, 1, 1) __launch_bounds__(Config<kHeadD
     ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty), C::kConsumers);
     for (int s = 0; s < C::kStages; ++s) {
       ptx::mbarrier::init(ptx::smem_addr(&bar.k_full[s]), 1);
-      ptx::mbarrier::init(ptx::smem_addr(&bar.k_empty[s]), kCluster * C::kConsumers);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.k_empty[s]), C::kConsumers);
       ptx::mbarrier::init(ptx::smem_addr(&bar.v_full[s]), 1);
-      ptx::mbarrier::init(ptx::smem_addr(&bar.v_empty[s]), kCluster * C::kConsumers);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.v_empty[s]), C::kConsumers);
     }
     ptx::mbarrier::fence_init();
   }
-  // The other block multicasts into this one and arrives on its barriers: both initialised first.
-  ptx::cluster::sync();
+  __syncthreads();
 
-  const uint32_t rank = ptx::cluster::rank();
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<C::kProducerRegs>();
-    if (threadIdx.x == 0) producer<kHeadDim>(p, sched, rank, &tmQ, &tmK, &tmV, sQ, sK, sV, bar);
+    if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, sQ, sK, sV, bar);
   } else {
     ptx::setmaxnreg_inc<C::kConsumerRegs>();
-    consumer<T, kHeadDim>(p, sched, rank, wg - 1, &tmO, sQ, sK, sV, sO, bar);
+    consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, sQ, sK, sV, sO, bar);
   }
-  // Neither block leaves while the other may still arrive on its barriers.
-  ptx::cluster::sync();
 }
 
 // Calls f with std::integral_constant<int, d> for the head dims this rung compiles.
@@ -650,9 +595,8 @@ std::string supports(const AttnParams& p) {
            ", Nk = " + std::to_string(p.seqlen_k) + ")";
   }
   const int64_t br = tile(p).br;
-  // Items and rounds in 32 bits (item_of): the count of query tiles at most 2^30.
-  if ((p.seqlen_q + br - 1) / br > (int64_t{1} << 30) / p.heads_q / p.batch) {
-    return "ceil(Nq / " + std::to_string(br) + ") x H_q x B query tiles must be <= 2^30";
+  if ((p.seqlen_q + br - 1) / br > INT_MAX / p.heads_q / p.batch) {
+    return "ceil(Nq / " + std::to_string(br) + ") x H_q x B work items must be <= 2^31 - 1";
   }
   return "";
 }
@@ -668,38 +612,20 @@ void launch(const AttnParams& p, cudaStream_t stream) {
                                          C::kSmemBytes));
       Schedule sched;
       sched.q_tiles = static_cast<int>((p.seqlen_q + C::kBr - 1) / C::kBr);
-      sched.pairs = (sched.q_tiles + 1) / 2;
-      sched.count = static_cast<int>(sched.pairs * p.heads_q * p.batch);
+      sched.count = static_cast<int>(sched.q_tiles * p.heads_q * p.batch);
       sched.seqlen_q = static_cast<int>(p.seqlen_q);
       sched.seqlen_k = static_cast<int>(p.seqlen_k);
       sched.causal = p.causal;
-      // As many clusters as can be resident at once (66 of two blocks on the H100's 132 SMs),
-      // asked of the runtime once per device: a GPC whose SM count is odd leaves one SM out.
-      constexpr int kMaxDevices = 64;
-      static int resident[kMaxDevices] = {};
-      int device = 0;
+      int device = 0, sms = 0;
       FL_CUDA_CHECK(cudaGetDevice(&device));
-      if (device >= kMaxDevices) throw UnsupportedError("23_final_hopper: device index >= 64");
-      if (resident[device] == 0) {
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(kCluster, 1, 1);
-        cfg.blockDim = dim3(C::kThreads, 1, 1);
-        cfg.dynamicSmemBytes = C::kSmemBytes;
-        int clusters = 0;
-        FL_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, attention_kernel<T, kHeadDim>, &cfg));
-        if (clusters < 1) {
-          throw UnsupportedError("23_final_hopper: no cluster of two blocks fits on this GPU");
-        }
-        resident[device] = clusters;
-      }
-      const int clusters = resident[device] < sched.count ? resident[device] : sched.count;
-      const unsigned blocks = static_cast<unsigned>(kCluster * clusters);
+      FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      const unsigned blocks = static_cast<unsigned>(sms < sched.count ? sms : sched.count);
       const CUtensorMap tmQ = make_tensor_map_4d(p.q, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.q_stride, C::kBr);
       const CUtensorMap tmK = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
-                                                 p.k_stride, C::kBc / kCluster);
+                                                 p.k_stride, C::kBc);
       const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
-                                                 p.v_stride, C::kBc / kCluster);
+                                                 p.v_stride, C::kBc);
       const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.o_stride, 64);
       attention_kernel<T, kHeadDim>
