@@ -7,7 +7,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $R/gpu.tx
 t0=$(date +%s)
 for v in T T3; do
   mkdir -p /tmp/src$v && tar --exclude='./build*' -cf - . | tar -xf - -C /tmp/src$v
-  (cd /tmp/src$v && patch -p1 -s < /work/main/docs/results/h100_hopper/run66/$v.patch) || echo "patch $v failed"
+  (cd /tmp/src$v && patch -p1 -s < /work/main/docs/results/h100_hopper/run66/$v.patch) || echo "patch $v failed"  # as run: build-carry/t/$v.patch
 done
 build() {  # name srcdir kernels targets...
   local n=$1 src=$2 k=$3; shift 3
