@@ -12,6 +12,10 @@ for each shape of the sweep (LADDER.md: d = 128, H = 16, N in 512..16384, B = 16
   * checks each output: for N <= 2048 against fp32 SDPA (math backend, inputs upcast), failing the
     row when max|out - ref32| > 2 * max|sdpa_flash - ref32| + 1e-4 (FlashAttention-2's rule); for
     larger N the error against SDPA's flash output is recorded, not judged;
+  * with --rounds R > 1, times every implementation of a shape R times, the order reversed in
+    every other round (round 0 as listed here, SDPA first; round 1 the ladder's last kernel first),
+    and reports the median of the R medians: an implementation timed late in a shape, after
+    seconds of the others' work, is otherwise timed on a hotter GPU than one timed first;
   * skips what is too slow to matter: a kernel whose first run takes longer than --max-seconds is
     not repeated, and one whose predicted run time (scaled by FLOPs from its last shape) exceeds
     --max-seconds is not run at bigger shapes.
@@ -215,6 +219,7 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
     ref32 = reference_fp32(q, k, v, causal, scale) if n <= REF_MAX_N else None
 
     rows = []
+    timed = []  # (row, the timed call), in round 0's order, for the rounds after it
 
     def add_row(impl, ms, repeats, err, **extra):
         row = dict(impl=impl, **common, ms=ms, tflops=f / (ms * 1e-3) / 1e12 if ms else None,
@@ -228,7 +233,7 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
     # SDPA backends first: the flash output is the yardstick for large N.
     flash_out, flash_err32 = None, None
     for impl, backend in SDPA_BACKENDS:
-        def sdpa():
+        def sdpa(backend=backend):
             with sdpa_kernel(backend):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
         try:
@@ -244,11 +249,12 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
             err = max_err(out, ref32)
             if impl == "sdpa_flash":
                 flash_err32 = err
-            add_row(impl, ms, reps, err, err_vs="fp32")
+            row = add_row(impl, ms, reps, err, err_vs="fp32")
         elif flash_out is not None:
-            add_row(impl, ms, reps, max_err(out, flash_out), err_vs="sdpa_flash")
+            row = add_row(impl, ms, reps, max_err(out, flash_out), err_vs="sdpa_flash")
         else:
-            add_row(impl, ms, reps, float("nan"), err_vs="none")
+            row = add_row(impl, ms, reps, float("nan"), err_vs="none")
+        timed.append((row, sdpa))
         del out
 
     tolerance = 2 * flash_err32 + 1e-4 if flash_err32 is not None else None
@@ -278,7 +284,8 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
                       f"> --max-seconds {args.max_seconds}")
                 continue
         o.fill_(float("nan"))  # poison: an output the kernel does not write fails the check
-        ms, reps = timer.time(lambda: ladder.run(number, params))
+        run = functools.partial(ladder.run, number, params)
+        ms, reps = timer.time(run)
         torch.cuda.synchronize()
         last_time[name] = (ms, f)
         # The output of the last timed run is the one checked.
@@ -286,13 +293,31 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
             err = max_err(o, ref32)
             tol = unfused_tolerance if number == 0 else tolerance
             passed = err <= tol if tol is not None else math.isfinite(err)
-            add_row(name, ms, reps, err, err_vs="fp32", tolerance=tol, ok=passed)
+            row = add_row(name, ms, reps, err, err_vs="fp32", tolerance=tol, ok=passed)
         elif flash_out is not None:
             err = max_err(o, flash_out)
-            add_row(name, ms, reps, err, err_vs="sdpa_flash", ok=math.isfinite(err))
+            row = add_row(name, ms, reps, err, err_vs="sdpa_flash", ok=math.isfinite(err))
         else:
             err = math.inf if not bool(torch.isfinite(o).all()) else float("nan")
-            add_row(name, ms, reps, err, err_vs="none", ok=math.isfinite(err) or math.isnan(err))
+            row = add_row(name, ms, reps, err, err_vs="none",
+                          ok=math.isfinite(err) or math.isnan(err))
+        timed.append((row, run))
+    # Rounds 1 .. R - 1 (the outputs were checked in round 0): each row's ms becomes the median of
+    # its rounds' medians, the rounds' own in round_ms.
+    if args.rounds > 1:
+        for row, _ in timed:
+            row["round_ms"] = [row["ms"]]
+        for r in range(1, args.rounds):
+            for row, fn in (reversed(timed) if r % 2 else timed):
+                row["round_ms"].append(timer.time(fn)[0])
+        torch.cuda.synchronize()
+        print(f"  median of {args.rounds} rounds (order reversed in every other round):")
+        for row, _ in timed:
+            row["ms"] = statistics.median(row["round_ms"])
+            row["tflops"] = f / (row["ms"] * 1e-3) / 1e12
+            spread = " ".join(f"{m:.3f}" for m in row["round_ms"])
+            print(f"  {row['impl']:<24} {row['ms']:9.3f} ms {row['tflops']:7.1f} TFLOP/s"
+                  f"  (rounds: {spread} ms)")
     del q, k, v, o, ref32, flash_out
     torch.cuda.empty_cache()
     return rows
@@ -347,12 +372,17 @@ def main():
     ap.add_argument("--max-seconds", type=float, default=1.0,
                     help="a run slower than this is not repeated, and a kernel predicted to be "
                          "slower is not run at bigger N (default 1.0)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every implementation of a shape this many times, the order "
+                         "reversed in every other round, and report the median (default 1)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--out", default="", help="default docs/results/<gpu-slug>.json")
     ap.add_argument("--merge", action="store_true",
                     help="merge into an existing --out, replacing rows with the same "
                          "(impl, dtype, d, causal, B, H, N)")
     args = ap.parse_args()
+    if args.rounds < 1:
+        ap.error("--rounds must be >= 1")
 
     if not torch.cuda.is_available():
         sys.exit("no CUDA device")

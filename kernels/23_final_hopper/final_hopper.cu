@@ -26,8 +26,11 @@
 //               rule: the correction is then exactly 1), and is done between the issue of S and
 //               the issue of P.V, while the tensor cores run S; a row's max is four independent
 //               chains of FMNMX, not one chain of Bc / 4
+//            7. two Q stages where they fit (d = 64, 128): the producer loads the next item's Q
+//               while this item runs, not after its last S; 1-4% at N = 512 and 1024, none at
+//               N >= 2048 (measured, runs 67-69 on the page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
-//            multiple 4-14% slower (measured, run 51: rung 16's short tiles are not here, page
+//            multiple 4-14% slower (measured, runs 51 and 73: rung 16's short tiles are not here, page
 //            23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half
 //            the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
@@ -52,10 +55,10 @@
 // the others and never stored.
 //
 // Shared memory (dynamic, + 1 KiB to align); tiles are [d / 64][rows][64] in the 128-byte swizzle:
-//   sQ [Br][d]               the item's queries                  (q_full, q_empty)
+//   sQ [2][Br][d]            the queries of item q in stage q % 2 (q_full, q_empty; d = 256: one)
 //   sO [Br][d]               the item's output on its way out    (d = 64, 128; at d = 256: sQ)
 //   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 22's rings)
-//   d = 64: 112 KiB; d = 128: 192 KiB; d = 256: 192 KiB.
+//   d = 64: 136 KiB; d = 128: 224 KiB; d = 256: 224 KiB.
 //
 // Schedule of consumer c for one item: rung 22's, with tile j = n - 1 - i at step i, the mask
 // applied to S between its wait and the softmax on the first n_masked steps, and O's rescale (by
@@ -111,12 +114,17 @@ struct Config {
   // O staged in sQ (see the banner) when a separate buffer does not fit in 227 KiB.
   static constexpr bool kOInQ =
       tile_bytes(kBr) * 2 + 2 * kStages * tile_bytes(kBc) + 1024 > 227 * 1024;
+  // Two Q stages when a second one fits beside O's buffer (d = 64, 128): the next item's Q is
+  // loaded while this item's steps run, not after its last S (the item before's Q is released
+  // at its last S, so the producer waits on the release of two items back).
+  static constexpr int kQStages =
+      !kOInQ && tile_bytes(kBr) * 3 + 2 * kStages * tile_bytes(kBc) + 1024 <= 227 * 1024 ? 2 : 1;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
   static constexpr int kProducerRegs = 24;                 // setmaxnreg targets
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "registers");
   static constexpr int kSmemBytes =
-      tile_bytes(kBr) * (kOInQ ? 1 : 2) + 2 * kStages * tile_bytes(kBc) + 1024;
+      tile_bytes(kBr) * (kQStages + (kOInQ ? 0 : 1)) + 2 * kStages * tile_bytes(kBc) + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory: 227 KiB a block");
 };
 
@@ -197,7 +205,7 @@ __device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float
 }
 
 struct Barriers {
-  uint64_t q_full, q_empty;  // Q: loaded / no longer needed (count 2: the consumers)
+  uint64_t q_full[2], q_empty[2];  // Q's stages: loaded / no longer needed (count: consumers)
   uint64_t k_full[kRingStages], k_empty[kRingStages];
   uint64_t v_full[kRingStages], v_empty[kRingStages];
 };
@@ -221,10 +229,14 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
     const Work w = work_of<C::kBr, C::kBc>(t, sched, static_cast<int>(p.heads_q));
     if (w.n == 0) continue;  // written by the consumers alone
     const int head_kv = w.head / group_size;
-    if (q_use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.q_empty), parity(q_use - 1));
+    const int qs = static_cast<int>(q_use % C::kQStages);
+    if (q_use >= C::kQStages) {
+      ptx::mbarrier::wait(ptx::smem_addr(&bar.q_empty[qs]), parity(q_use / C::kQStages - 1));
+    }
     ++q_use;
-    ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full), C::tile_bytes(C::kBr));
-    load_tile<kHeadDim, C::kBr>(sQ, tmQ, ptx::smem_addr(&bar.q_full), w.q0, w.head, w.batch);
+    ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full[qs]), C::tile_bytes(C::kBr));
+    load_tile<kHeadDim, C::kBr>(sQ + qs * C::tile_bytes(C::kBr), tmQ,
+                                ptx::smem_addr(&bar.q_full[qs]), w.q0, w.head, w.batch);
     for (int j = w.n - 1; j >= 0; --j, ++k) {
       const int stage = static_cast<int>(k % C::kStages);
       const uint32_t use = k / C::kStages;
@@ -266,7 +278,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   float row_max[2], row_sum[2];
   float correction[2] = {1.f, 1.f};
 
-  const uint64_t desc_q = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
+  const uint64_t desc_q0 = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
+  uint64_t desc_q = desc_q0;  // the item's Q stage
+  int q_stage = 0;
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
   const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
@@ -323,7 +337,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.v_empty[k % kStages]));
   };
   auto release_q = [&] {
-    if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty));
+    if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty[q_stage]));
   };
   auto wait_pv_after = [&](const float (&sums)[2]) {  // rung 21's dependent wait
     if (__all_sync(0xffffffffu, !(sums[0] < 0.f) && !(sums[1] < 0.f))) {
@@ -378,7 +392,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     }
     row_max[0] = row_max[1] = -INFINITY;
     row_sum[0] = row_sum[1] = 0.f;
-    ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full), parity(q_use));
+    q_stage = static_cast<int>(q_use % C::kQStages);
+    desc_q = gmma::advance(desc_q0, q_stage * C::tile_bytes(kBr));
+    ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full[q_stage]), parity(q_use / C::kQStages));
     ++q_use;
     const int n = w.n;
 
@@ -523,7 +539,7 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - ptx::smem_addr(smem_raw) % 1024) % 1024);
   uint8_t* sQ = smem;
-  uint8_t* sO = C::kOInQ ? sQ : sQ + C::tile_bytes(C::kBr);
+  uint8_t* sO = C::kOInQ ? sQ : sQ + C::kQStages * C::tile_bytes(C::kBr);
   uint8_t* sK = (C::kOInQ ? sQ : sO) + C::tile_bytes(C::kBr);
   uint8_t* sV = sK + C::kStages * C::tile_bytes(C::kBc);
   __shared__ alignas(8) Barriers bar;
@@ -533,8 +549,10 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
     ptx::tma::prefetch_map(&tmK);
     ptx::tma::prefetch_map(&tmV);
     ptx::tma::prefetch_map(&tmO);
-    ptx::mbarrier::init(ptx::smem_addr(&bar.q_full), 1);
-    ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty), C::kConsumers);
+    for (int s = 0; s < C::kQStages; ++s) {
+      ptx::mbarrier::init(ptx::smem_addr(&bar.q_full[s]), 1);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty[s]), C::kConsumers);
+    }
     for (int s = 0; s < C::kStages; ++s) {
       ptx::mbarrier::init(ptx::smem_addr(&bar.k_full[s]), 1);
       ptx::mbarrier::init(ptx::smem_addr(&bar.k_empty[s]), C::kConsumers);

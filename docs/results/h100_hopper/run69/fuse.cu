@@ -1,0 +1,725 @@
+// =================================================================================================
+// Kernel 23 of 24 — final Hopper: rung 22 with the whole contract of rung 16
+// builds on: 22 (persistent)
+// changes:   1. head dims 64, 128 and 256, one instantiation each, with a tile shape per head dim
+//               (Config below, chosen by measurement, docs/kernels/23_final_hopper.md): 192 x 128
+//               with three consumer warpgroups for d = 64, 128 x 128 for d = 128, 128 x 80 for
+//               d = 256, where O (128 registers a thread) leaves room for an 80-key S only. A tile
+//               is d / 64 column blocks of the 128-byte swizzle, each its own TMA box and k-steps
+//            2. any Nq, Nk >= 1: TMA fills the rows past a tensor's end with zeros (Q, K, V) and
+//               clips the rows past Nq off the store of O; the scores of keys past Nk are masked
+//               to -inf (P = 0 there), the LSE of rows past Nq not written
+//            3. causal, aligned bottom-right: an item visits only the KV tiles some row sees, last
+//               to first, so the tiles that cross the diagonal (or hold keys past Nk) are the first
+//               visits and the only masked ones, in a loop of their own; a row that sees no key
+//               gets O = 0, LSE = -inf; an item that sees none at all is written without a load
+//               or a GEMM
+//            4. the longest items first: a head's query tiles last to first (causal: longest to
+//               shortest), and a snake assignment of items to blocks (item_of), so that no block
+//               gets the long items of every head
+//            5. at d = 256 the O staging buffer is the consumer's own rows of sQ (the separate
+//               buffer does not fit: 64 + 64 + 2 x 2 x 40 KiB); Q is released after the store has
+//               read it, not after the last S
+//            6. a shorter softmax, the part of a step the tensor cores may wait on (measured on
+//               the page: 4% at the median of N >= 2048, each part alone within the noise):
+//               O's rescale is skipped by a warp none of whose rows got a new max (rung 16's
+//               rule: the correction is then exactly 1), and is done between the issue of S and
+//               the issue of P.V, while the tensor cores run S; a row's max is four independent
+//               chains of FMNMX, not one chain of Bc / 4
+// expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
+//            multiple 4-14% slower (measured, run 51: rung 16's short tiles are not here, page
+//            23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half
+//            the tiles visited)
+// supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
+//            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
+//            compute capability 9.0 only
+// doc:       docs/kernels/23_final_hopper.md
+// =================================================================================================
+//
+// Grid: min(#SMs, items) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers; block:
+// 128 x (1 + consumers) threads. Item t is query tile Tq - 1 - t % Tq of head t / Tq = b H_q + h
+// (Tq = ceil(Nq / Br)); block i takes the items of item_of (both in schedule.cuh, tested on the
+// CPU by tests/test_schedule23.cu). Warpgroup 0 produces; consumer c
+// (warpgroup c + 1) owns rows [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16).
+// The consumers take turns in a cycle (c hands over to c + 1, the last to 0).
+//
+// Lengths and masking (rung 16's rules). Query row i sees key k when k < Nk and, if causal,
+// k <= i + Nk - Nq. For the item's rows [q0, q1), q1 = min(q0 + Br, Nq), the keys any row sees
+// end at kv_end = Nk, or min(Nk, q1 + Nk - Nq) when causal; the keys every row sees at kv_full =
+// Nk, or min(Nk, q0 + 1 + Nk - Nq). The item visits the n = ceil(kv_end / Bc) tiles (none when
+// kv_end <= 0), in the order j = n - 1, ..., 0; tiles j >= floor(kv_full / Bc) are masked, and
+// in that order they are the first n_masked visits. A row past Nq (zero queries) is computed like
+// the others and never stored.
+//
+// Shared memory (dynamic, + 1 KiB to align); tiles are [d / 64][rows][64] in the 128-byte swizzle:
+//   sQ [Br][d]               the item's queries                  (q_full, q_empty)
+//   sO [Br][d]               the item's output on its way out    (d = 64, 128; at d = 256: sQ)
+//   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 22's rings)
+//   d = 64: 112 KiB; d = 128: 192 KiB; d = 256: 192 KiB.
+//
+// Schedule of consumer c for one item: rung 22's, with tile j = n - 1 - i at step i, the mask
+// applied to S between its wait and the softmax on the first n_masked steps, and O's rescale (by
+// the correction of the step before) moved from the end of a step to between its two issues.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "common/cuda_check.h"
+#include "common/dtype.cuh"
+#include "common/ptx/fence_proxy.cuh"
+#include "common/ptx/gmma_desc.cuh"
+#include "common/ptx/math.cuh"
+#include "common/ptx/mbarrier.cuh"
+#include "common/ptx/named_barrier.cuh"
+#include "common/ptx/setmaxnreg.cuh"
+#include "common/ptx/smem.cuh"
+#include "common/ptx/stmatrix.cuh"
+#include "common/ptx/tma.cuh"
+#include "common/ptx/wgmma.cuh"
+#include "common/registry.h"
+#include "common/tensor_map.h"
+#include "kernels/23_final_hopper/schedule.cuh"
+
+namespace fl {
+namespace k23_final_hopper {
+
+namespace gmma = ptx::gmma;
+
+// The tile shape of each head dim: Br = 64 rows per consumer warpgroup (two, or three at d = 64);
+// Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 80 keys
+// (40) and P (20) fit beside it in 240, S of 128 keys would not; K and V of 80 keys (2 stages x 2
+// x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
+// than 64 at N >= 2048 (docs/kernels/23_final_hopper.md).
+constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 22's), every d
+
+template <int kHeadDim>
+struct Config {
+  // d = 64: three consumers (Br = 192): the GEMMs of a tile are half those of d = 128 while its
+  // softmax is the same, so a third warpgroup's GEMMs are needed to keep the tensor cores busy
+  // while two are in their softmax. A consumer's O, S and P (32 + 64 + 32 registers) fit in 160.
+  static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
+  static constexpr int kBr = 64 * kConsumers;
+  static constexpr int kBc = kHeadDim == 256 ? 80 : 128;
+  static constexpr int kStages = kRingStages;
+  static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
+  // O staged in sQ (see the banner) when a separate buffer does not fit in 227 KiB.
+  static constexpr bool kOInQ =
+      tile_bytes(kBr) * 2 + 2 * kStages * tile_bytes(kBc) + 1024 > 227 * 1024;
+  // Two Q stages when a second one fits beside O's buffer: the next item's Q is loaded while
+  // this item's steps run, not after its last S.
+  static constexpr int kQStages =
+      !kOInQ && tile_bytes(kBr) * 3 + 2 * kStages * tile_bytes(kBc) + 1024 <= 227 * 1024 ? 2 : 1;
+  // An item's last P·V shares a turn with the next item's first S, its epilogue after (one turn
+  // where there were two half turns). Not when O is staged in sQ: the next item's Q would wait
+  // for this item's store, which would wait for that turn.
+  static constexpr bool kFuse = !kOInQ;
+  static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
+  static constexpr int kProducerRegs = 24;                 // setmaxnreg targets
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
+  static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "registers");
+  static constexpr int kSmemBytes =
+      tile_bytes(kBr) * (kQStages + (kOInQ ? 0 : 1)) + 2 * kStages * tile_bytes(kBc) + 1024;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory: 227 KiB a block");
+};
+
+// Named barriers: kTurn + c is consumer c's turn (taken with bar.sync by c, handed over with
+// bar.arrive by consumer c - 1, cyclically: 256 threads each); kOwn + c is consumer c's own 128
+// threads.
+constexpr uint32_t kTurn = 1;
+constexpr uint32_t kOwn = 4;
+
+// Issues the d / 64 boxes of a kRows x d tile (columns 64 b .. 64 b + 63 into block b, kRows x
+// 128 bytes apart), completing on `bar`, armed by the caller. Called by one thread.
+template <int kHeadDim, int kRows>
+__device__ __forceinline__ void load_tile(uint8_t* sTile, const CUtensorMap* map, uint32_t bar,
+                                          int row, int head, int batch) {
+#pragma unroll
+  for (int blk = 0; blk < kHeadDim / 64; ++blk) {
+    ptx::tma::load_4d(ptx::smem_addr(sTile) + blk * kRows * 128, map, bar, 64 * blk, row, head,
+                      batch);
+  }
+}
+
+// One KV tile of the online softmax, as rung 21: P in place of S, the correction still owed by O
+// (exactly 1 for a row whose max did not move).
+template <bool kFirst, int kBc>
+__device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row_max)[2],
+                                               float (&row_sum)[2], float (&correction)[2],
+                                               float scale_log2) {
+  // A row's max over this thread's Bc / 4 scores of it: four chains (8-key blocks b = c mod 4),
+  // joined at the end. One chain would be Bc / 4 FMNMX each waiting on the last (nvcc 13.0's SASS
+  // of rung 22 shows exactly that), the whole latency on the path to the exponentials.
+  float tile_max[2];
+  float part[2][4];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) part[r][c] = -INFINITY;
+  }
+#pragma unroll
+  for (int i = 0; i < kBc / 2; ++i) {
+    part[(i / 2) % 2][(i / 4) % 4] = fmaxf(part[(i / 2) % 2][(i / 4) % 4], rS[i]);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
+  }
+  float max_scaled[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+    tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+    const float new_max = kFirst ? tile_max[r] : fmaxf(row_max[r], tile_max[r]);
+    // The -inf guard of rung 11: a row that has seen only masked keys keeps m = -inf and gets
+    // P = 2^-inf = 0 (and, later, a correction 2^-inf = 0 of its zero O), never NaN.
+    max_scaled[r] = new_max == -INFINITY ? 0.f : new_max * scale_log2;
+    if constexpr (!kFirst) {
+      correction[r] = new_max == row_max[r]
+                          ? 1.f
+                          : ptx::ex2_approx(fmaf(row_max[r], scale_log2, -max_scaled[r]));
+      row_sum[r] *= correction[r];
+    }
+    row_max[r] = new_max;
+  }
+#pragma unroll
+  for (int i = 0; i < kBc / 2; ++i) {
+    rS[i] = ptx::ex2_approx(fmaf(rS[i], scale_log2, -max_scaled[(i / 2) % 2]));
+    row_sum[(i / 2) % 2] += rS[i];
+  }
+}
+
+// O *= correction, row by row (elements 4b + 2r and 4b + 2r + 1 are in row r).
+template <int kHeadDim>
+__device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float (&correction)[2]) {
+#pragma unroll
+  for (int b = 0; b < kHeadDim / 8; ++b) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) rO[4 * b + i] *= correction[i / 2];
+  }
+}
+
+struct Barriers {
+  uint64_t q_full[2], q_empty[2];  // Q's stages: loaded / no longer needed (count: consumers)
+  uint64_t k_full[kRingStages], k_empty[kRingStages];
+  uint64_t v_full[kRingStages], v_empty[kRingStages];
+};
+
+__device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
+
+// The producer: one thread. For each item that visits a tile: Q once the consumers are done with
+// the last one's, then K_j and V_j for j = n - 1 down to 0, each as soon as its stage is free.
+template <int kHeadDim>
+__device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched,
+                                         const CUtensorMap* tmQ, const CUtensorMap* tmK,
+                                         const CUtensorMap* tmV, uint8_t* sQ, uint8_t* sK,
+                                         uint8_t* sV, Barriers& bar) {
+  using C = Config<kHeadDim>;
+  const int group_size = static_cast<int>(p.heads_q / p.heads_kv);
+  uint32_t k = 0;      // the block's KV tile count
+  uint32_t q_use = 0;  // the block's Q tile count (items with n > 0)
+  for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
+    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
+    if (t < 0) continue;
+    const Work w = work_of<C::kBr, C::kBc>(t, sched, static_cast<int>(p.heads_q));
+    if (w.n == 0) continue;  // written by the consumers alone
+    const int head_kv = w.head / group_size;
+    const int qs = static_cast<int>(q_use % C::kQStages);
+    if (q_use >= C::kQStages) {
+      ptx::mbarrier::wait(ptx::smem_addr(&bar.q_empty[qs]), parity(q_use / C::kQStages - 1));
+    }
+    ++q_use;
+    ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.q_full[qs]), C::tile_bytes(C::kBr));
+    load_tile<kHeadDim, C::kBr>(sQ + qs * C::tile_bytes(C::kBr), tmQ,
+                                ptx::smem_addr(&bar.q_full[qs]), w.q0, w.head, w.batch);
+    for (int j = w.n - 1; j >= 0; --j, ++k) {
+      const int stage = static_cast<int>(k % C::kStages);
+      const uint32_t use = k / C::kStages;
+      if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.k_empty[stage]), parity(use - 1));
+      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), C::tile_bytes(C::kBc));
+      load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), tmK,
+                                  ptx::smem_addr(&bar.k_full[stage]), j * C::kBc, head_kv, w.batch);
+      if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.v_empty[stage]), parity(use - 1));
+      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), C::tile_bytes(C::kBc));
+      load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), tmV,
+                                  ptx::smem_addr(&bar.v_full[stage]), j * C::kBc, head_kv, w.batch);
+    }
+  }
+}
+
+// A consumer warpgroup: 64 query rows of each of the block's items (rung 22's steps; see the
+// banner for what masks and when).
+template <typename T, int kHeadDim>
+__device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched, int wg,
+                                         const CUtensorMap* tmO, uint8_t* sQ, const uint8_t* sK,
+                                         const uint8_t* sV, uint8_t* sO, Barriers& bar) {
+  using C = Config<kHeadDim>;
+  constexpr int kBc = C::kBc;
+  constexpr int kStages = C::kStages;
+  const int warp = (threadIdx.x / 32) % 4;
+  const int lane = threadIdx.x % 32;
+  const int group = lane / 4, quad = lane % 4;
+  const bool leader = threadIdx.x % 128 == 0;
+  constexpr int kConsumers = C::kConsumers;
+  constexpr int kBr = C::kBr;
+  const uint32_t my_turn = kTurn + wg, other_turn = kTurn + (wg + 1) % kConsumers;
+  constexpr uint32_t kTurnThreads = 256;  // the consumer that hands over and the one that takes
+  const float scale_log2 = p.softmax_scale * 1.44269504088896340736f;
+  const int diag = sched.seqlen_k - sched.seqlen_q;
+
+  float rO[kHeadDim / 2];
+  float rS[kBc / 2];
+  uint32_t rP[kBc / 16][4];
+  float row_max[2], row_sum[2];
+  float correction[2] = {1.f, 1.f};
+
+  const uint64_t desc_q0 = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
+  uint64_t desc_q = desc_q0;  // the item's Q stage
+  int q_stage = 0;
+  const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
+  const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
+
+  // S = Q_g · K_jᵀ: d / 16 k-steps, four per 64-column block.
+  auto issue_s = [&](int stage) {
+    const uint64_t desc_k = gmma::advance(desc_k0, stage * C::tile_bytes(kBc));
+#pragma unroll
+    for (int s = 0; s < kHeadDim / 16; ++s) {
+      ptx::wgmma::Wgmma<T, kBc>::template ss<0>(
+          rS, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
+          gmma::advance(desc_k, (s / 4) * kBc * 128 + (s % 4) * 32), s > 0);
+    }
+  };
+  // O += P · V: Bc / 16 k-steps of 16 keys, one wgmma of N = d each (the descriptor's leading
+  // byte offset, Bc x 128 bytes, steps across V's column blocks).
+  auto issue_pv = [&](int stage, bool accumulate) {
+    const uint64_t desc_v = gmma::advance(desc_v0, stage * C::tile_bytes(kBc));
+#pragma unroll
+    for (int s = 0; s < kBc / 16; ++s) {
+      ptx::wgmma::Wgmma<T, kHeadDim>::template rs<1>(rO, rP[s], gmma::advance(desc_v, s * 16 * 128),
+                                                     s > 0 || accumulate);
+    }
+  };
+  auto pack_p = [&] {
+#pragma unroll
+    for (int s = 0; s < kBc / 16; ++s) {
+      rP[s][0] = pack2<T>(rS[8 * s + 0], rS[8 * s + 1]);
+      rP[s][1] = pack2<T>(rS[8 * s + 2], rS[8 * s + 3]);
+      rP[s][2] = pack2<T>(rS[8 * s + 4], rS[8 * s + 5]);
+      rP[s][3] = pack2<T>(rS[8 * s + 6], rS[8 * s + 7]);
+    }
+  };
+  // The scores of the keys a row does not see become -inf: key >= limit[r] for row r, limit =
+  // Nk, or min(Nk, row + 1 + Nk - Nq) when causal. Element i is key 8 (i / 4) + 2 quad + i % 2
+  // of the tile, row (i / 2) % 2.
+  int limit[2];
+  auto mask = [&](int j) {
+    const int key0 = j * kBc + 2 * quad;
+#pragma unroll
+    for (int i = 0; i < kBc / 2; ++i) {
+      if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) rS[i] = -INFINITY;
+    }
+  };
+  auto wait_k = [&](uint32_t k) {
+    ptx::mbarrier::wait(ptx::smem_addr(&bar.k_full[k % kStages]), parity(k / kStages));
+  };
+  auto wait_v = [&](uint32_t k) {
+    ptx::mbarrier::wait(ptx::smem_addr(&bar.v_full[k % kStages]), parity(k / kStages));
+  };
+  auto release_k = [&](uint32_t k) {
+    if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.k_empty[k % kStages]));
+  };
+  auto release_v = [&](uint32_t k) {
+    if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.v_empty[k % kStages]));
+  };
+  auto release_q = [&] {
+    if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty[q_stage]));
+  };
+  auto wait_pv_after = [&](const float (&sums)[2]) {  // rung 21's dependent wait
+    if (__all_sync(0xffffffffu, !(sums[0] < 0.f) && !(sums[1] < 0.f))) {
+      ptx::wgmma::wait_group<0>();
+    } else {
+      ptx::wgmma::wait_group<0>();
+    }
+  };
+  // O *= the correction of the last softmax, skipped by a warp none of whose 16 rows got a new max
+  // (rung 16's rule; the vote is per warp, the rows of a warp are its own).
+  auto rescale_if_moved = [&] {
+    if (__any_sync(0xffffffffu, correction[0] != 1.f || correction[1] != 1.f)) {
+      rescale_o<kHeadDim>(rO, correction);
+    }
+  };
+  auto fence_p = [&] {
+#pragma unroll
+    for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
+  };
+
+  // EPILOGUE of an item: O / l into the staging buffer by stmatrix, then TMA stores; LSE
+  // directly. `sums` and `maxes` are the item's l and m of this thread's two rows.
+  auto epilogue = [&](const Work& w, float (&sums)[2], const float (&maxes)[2]) {
+    const int row0 = w.q0 + 64 * wg + 16 * warp + group;
+    float inv_sum[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      sums[r] += __shfl_xor_sync(0xffffffffu, sums[r], 1);
+      sums[r] += __shfl_xor_sync(0xffffffffu, sums[r], 2);
+      inv_sum[r] = sums[r] > 0.f ? 1.f / sums[r] : 0.f;  // a row that sees no key: O = 0
+    }
+    // With its own buffer: the consumer's previous store must have read it. In sQ: the consumer
+    // has finished its last S (wait_group 0 before), and its rows of sQ are its own.
+    if (!C::kOInQ && leader) ptx::tma::wait_group_read<0>();
+    ptx::named_barrier_sync(kOwn + wg, 128);
+    // The consumer's rows 64 wg .. 64 wg + 63 of each column block of the staging tile (the
+    // layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16 rows.
+    const uint32_t o_base = ptx::smem_addr(sO) + wg * 64 * 128;
+    const int m = lane / 8;
+    const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;
+#pragma unroll
+    for (int b = 0; b < kHeadDim / 8; b += 2) {
+      const uint32_t addr = o_base + gmma::sw128_offset(r_st, 8 * (b + m / 2), kBr);
+      ptx::stmatrix_x4(addr, pack2<T>(rO[4 * b] * inv_sum[0], rO[4 * b + 1] * inv_sum[0]),
+                       pack2<T>(rO[4 * b + 2] * inv_sum[1], rO[4 * b + 3] * inv_sum[1]),
+                       pack2<T>(rO[4 * b + 4] * inv_sum[0], rO[4 * b + 5] * inv_sum[0]),
+                       pack2<T>(rO[4 * b + 6] * inv_sum[1], rO[4 * b + 7] * inv_sum[1]));
+    }
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(kOwn + wg, 128);
+    if (leader) {
+      const int q_row = w.q0 + 64 * wg;
+      if (q_row < sched.seqlen_q) {  // rows past Nq are clipped by the store; none at all: skip
+#pragma unroll
+        for (int blk = 0; blk < kHeadDim / 64; ++blk) {
+          ptx::tma::store_4d(o_base + blk * kBr * 128, tmO, 64 * blk, q_row, w.head, w.batch);
+        }
+      }
+      ptx::tma::commit_group();
+      if constexpr (C::kOInQ) {
+        ptx::tma::wait_group_read<0>();  // sQ is free once the store has read it
+      }
+    }
+    if constexpr (C::kOInQ) release_q();
+    if (p.lse != nullptr && quad == 0) {
+      constexpr float kLn2 = 0.69314718055994530942f;
+      float* lse = p.lse + (static_cast<int64_t>(w.batch) * p.heads_q + w.head) * sched.seqlen_q;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (row0 + 8 * r < sched.seqlen_q) {
+          lse[row0 + 8 * r] = (maxes[r] * scale_log2 + log2f(sums[r])) * kLn2;
+        }
+      }
+    }
+  };
+  // P·V of an item's last tile alone, in a turn of its own (accumulate: not the item's only tile).
+  auto last_pv = [&](uint32_t kv, bool accumulate) {
+    rescale_if_moved();
+    wait_v(kv);
+    ptx::named_barrier_sync(my_turn, kTurnThreads);
+    ptx::wgmma::fence();
+    issue_pv(static_cast<int>(kv % kStages), accumulate);
+    ptx::wgmma::commit_group();
+    ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    ptx::wgmma::wait_group<0>();
+    ptx::wgmma::fence_operands(rO);
+    fence_p();
+    release_v(kv);
+  };
+
+  // The item whose last P·V is still owed (C::kFuse): it is issued in the next item's first turn,
+  // and the item's epilogue follows that turn's softmax.
+  bool owed = false;
+  Work prev{};
+  bool prev_accumulate = false;
+  float prev_max[2] = {0.f, 0.f}, prev_sum[2] = {0.f, 0.f};
+
+  // Consumer 0 goes first: the last consumer hands it its first turn.
+  if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
+
+  uint32_t k = 0, q_use = 0;
+  for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
+    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
+    if (t < 0) continue;
+    const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
+    const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
+    if (w.n == 0) {
+      // No row of the item sees a key: O = 0, LSE = -inf, stored directly (no load was issued).
+      T* gO = static_cast<T*>(p.o) + w.batch * p.o_stride.batch + w.head * p.o_stride.head;
+      using Pair = typename TypeTraits<T>::pair;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = row0 + 8 * r;
+        if (row >= sched.seqlen_q) continue;
+        for (int blk = 0; blk < kHeadDim / 8; ++blk) {
+          *reinterpret_cast<Pair*>(gO + row * p.o_stride.row + 8 * blk + 2 * quad) =
+              TypeTraits<T>::from_float2(0.f, 0.f);
+        }
+        if (p.lse != nullptr && quad == 0) {
+          p.lse[(static_cast<int64_t>(w.batch) * p.heads_q + w.head) * sched.seqlen_q + row] =
+              -INFINITY;
+        }
+      }
+      continue;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      limit[r] = sched.causal ? min(sched.seqlen_k, row0 + 8 * r + 1 + diag) : sched.seqlen_k;
+    }
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
+    q_stage = static_cast<int>(q_use % C::kQStages);
+    desc_q = gmma::advance(desc_q0, q_stage * C::tile_bytes(kBr));
+    ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full[q_stage]), parity(q_use / C::kQStages));
+    ++q_use;
+    const int n = w.n;
+
+    // -------------------------------------------------------------------------------------------
+    // STEP 0: S of tile n - 1; with it, in the same turn, the P·V owed by the item before, whose
+    // epilogue follows this step's softmax. Two rules of ptxas (nvcc 13.0), each of which
+    // otherwise serializes every wgmma of the kernel: the fence, the issues and the commit sit in
+    // each branch (C7520), and O's rescale comes before the turn, not between the two issues as
+    // in the main loop (there it made ptxas inject a wait, C7517/C7518)
+    // -------------------------------------------------------------------------------------------
+    // The softmax of the item's first S (the first visit: masked when any tile is).
+    auto first_softmax = [&] {
+      ptx::wgmma::fence_operands(rS);
+      release_k(k);
+      if (n == 1 && !C::kOInQ) release_q();
+      if (w.n_masked > 0) mask(n - 1);
+      online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
+    };
+    wait_k(k);
+    if (C::kFuse && owed) {
+      rescale_if_moved();  // the item before's last correction
+      wait_v(k - 1);
+      ptx::named_barrier_sync(my_turn, kTurnThreads);
+      ptx::wgmma::fence();
+      issue_s(static_cast<int>(k % kStages));
+      ptx::wgmma::commit_group();
+      issue_pv(static_cast<int>((k - 1) % kStages), prev_accumulate);
+      ptx::wgmma::commit_group();
+      ptx::named_barrier_arrive(other_turn, kTurnThreads);
+      ptx::wgmma::wait_group<1>();
+      first_softmax();
+      ptx::wgmma::wait_group<0>();
+      ptx::wgmma::fence_operands(rO);
+      fence_p();
+      release_v(k - 1);
+      epilogue(prev, prev_sum, prev_max);
+    } else {
+      ptx::named_barrier_sync(my_turn, kTurnThreads);
+      ptx::wgmma::fence();
+      issue_s(static_cast<int>(k % kStages));
+      ptx::wgmma::commit_group();
+      ptx::named_barrier_arrive(other_turn, kTurnThreads);
+      ptx::wgmma::wait_group<0>();
+      first_softmax();
+    }
+    correction[0] = correction[1] = 1.f;  // O holds nothing of this item yet
+    pack_p();
+
+    // -------------------------------------------------------------------------------------------
+    // MAIN LOOP, steps 1 .. n-1: S of tile n - 1 - i, then P·V of the tile before
+    // -------------------------------------------------------------------------------------------
+    // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
+    // come first (the tiles are visited last to first) and run in a loop of their own, so that
+    // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
+    auto step = [&](int i, auto masked) {
+      const uint32_t ki = k + i;
+      wait_k(ki);
+      wait_v(ki - 1);
+      ptx::named_barrier_sync(my_turn, kTurnThreads);
+      ptx::wgmma::fence();
+      issue_s(static_cast<int>(ki % kStages));
+      ptx::wgmma::commit_group();
+      rescale_if_moved();      // O is no wgmma's while S runs: P·V of the tile before waited for
+      ptx::wgmma::fence();     // the rescale's writes of O, before the wgmma that reads them
+      issue_pv(static_cast<int>((ki - 1) % kStages), i > 1);
+      ptx::wgmma::commit_group();
+      ptx::named_barrier_arrive(other_turn, kTurnThreads);
+      ptx::wgmma::wait_group<1>();
+      ptx::wgmma::fence_operands(rS);
+      release_k(ki);
+      if (i == n - 1 && !C::kOInQ) release_q();  // the item's last S
+      if constexpr (decltype(masked)::value) mask(n - 1 - i);
+      online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
+      wait_pv_after(row_sum);
+      ptx::wgmma::fence_operands(rO);
+      fence_p();
+      release_v(ki - 1);
+      pack_p();
+    };
+    const int masked_end = min(w.n_masked, n);
+    int i = 1;
+    for (; i < masked_end; ++i) step(i, std::true_type{});
+    for (; i < n; ++i) step(i, std::false_type{});
+    k += n;
+
+    // -------------------------------------------------------------------------------------------
+    // STEP n: P·V of tile 0, owed to the next item's first turn (C::kFuse), or alone, then the
+    // epilogue
+    // -------------------------------------------------------------------------------------------
+    if constexpr (C::kFuse) {
+      owed = true;
+      prev = w;
+      prev_accumulate = n > 1;
+      prev_max[0] = row_max[0], prev_max[1] = row_max[1];
+      prev_sum[0] = row_sum[0], prev_sum[1] = row_sum[1];
+    } else {
+      last_pv(k - 1, n > 1);
+      epilogue(w, row_sum, row_max);
+    }
+  }
+  // The last item's P·V, if owed, in a turn of its own, and its epilogue.
+  if (C::kFuse && owed) {
+    last_pv(k - 1, prev_accumulate);
+    epilogue(prev, prev_sum, prev_max);
+  }
+  // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
+  if (wg == 0) ptx::named_barrier_sync(my_turn, kTurnThreads);
+  if (leader) ptx::tma::wait_group<0>();
+}
+
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
+    attention_kernel(const AttnParams p, const Schedule sched,
+                     const __grid_constant__ CUtensorMap tmQ,
+                     const __grid_constant__ CUtensorMap tmK,
+                     const __grid_constant__ CUtensorMap tmV,
+                     const __grid_constant__ CUtensorMap tmO) {
+  using C = Config<kHeadDim>;
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = smem_raw + ((1024 - ptx::smem_addr(smem_raw) % 1024) % 1024);
+  uint8_t* sQ = smem;
+  uint8_t* sO = C::kOInQ ? sQ : sQ + C::kQStages * C::tile_bytes(C::kBr);
+  uint8_t* sK = (C::kOInQ ? sQ : sO) + C::tile_bytes(C::kBr);
+  uint8_t* sV = sK + C::kStages * C::tile_bytes(C::kBc);
+  __shared__ alignas(8) Barriers bar;
+
+  if (threadIdx.x == 0) {
+    ptx::tma::prefetch_map(&tmQ);
+    ptx::tma::prefetch_map(&tmK);
+    ptx::tma::prefetch_map(&tmV);
+    ptx::tma::prefetch_map(&tmO);
+    for (int s = 0; s < C::kQStages; ++s) {
+      ptx::mbarrier::init(ptx::smem_addr(&bar.q_full[s]), 1);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty[s]), C::kConsumers);
+    }
+    for (int s = 0; s < C::kStages; ++s) {
+      ptx::mbarrier::init(ptx::smem_addr(&bar.k_full[s]), 1);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.k_empty[s]), C::kConsumers);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.v_full[s]), 1);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.v_empty[s]), C::kConsumers);
+    }
+    ptx::mbarrier::fence_init();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    ptx::setmaxnreg_dec<C::kProducerRegs>();
+    if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, sQ, sK, sV, bar);
+  } else {
+    ptx::setmaxnreg_inc<C::kConsumerRegs>();
+    consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, sQ, sK, sV, sO, bar);
+  }
+}
+
+// Calls f with std::integral_constant<int, d> for the head dims this rung compiles.
+template <typename F>
+void dispatch_head_dim(int64_t d, F&& f) {
+  switch (d) {
+    case 64: f(std::integral_constant<int, 64>{}); break;
+    case 128: f(std::integral_constant<int, 128>{}); break;
+    case 256: f(std::integral_constant<int, 256>{}); break;
+    default: throw UnsupportedError("23_final_hopper: head_dim must be 64, 128 or 256");
+  }
+}
+
+bool supported_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
+
+// The tile of the call's head dim (Config); rung 22's 128 x 128 for a head dim the rung refuses.
+TileShape tile(const AttnParams& p) {
+  TileShape t{128, 128};
+  if (supported_head_dim(p.head_dim)) {
+    dispatch_head_dim(p.head_dim, [&](auto dim) {
+      using C = Config<decltype(dim)::value>;
+      t = {C::kBr, C::kBc};
+    });
+  }
+  return t;
+}
+
+std::string supports(const AttnParams& p) {
+  if (!supported_head_dim(p.head_dim)) {
+    return "head_dim must be 64, 128 or 256 (got " + std::to_string(p.head_dim) + ")";
+  }
+  std::string why = tma_rules("Q", p.q_stride, p.seqlen_q);
+  if (why.empty()) why = tma_rules("K", p.k_stride, p.seqlen_k);
+  if (why.empty()) why = tma_rules("V", p.v_stride, p.seqlen_k);
+  if (why.empty()) why = tma_rules("O", p.o_stride, p.seqlen_q);
+  if (!why.empty()) return why;
+  // Row and key indices, tile and item counts are 32-bit in the kernel (rung 16's limit).
+  if (p.seqlen_q > (int64_t{1} << 30) || p.seqlen_k > (int64_t{1} << 30)) {
+    return "Nq and Nk must be <= 2^30 (got Nq = " + std::to_string(p.seqlen_q) +
+           ", Nk = " + std::to_string(p.seqlen_k) + ")";
+  }
+  const int64_t br = tile(p).br;
+  if ((p.seqlen_q + br - 1) / br > INT_MAX / p.heads_q / p.batch) {
+    return "ceil(Nq / " + std::to_string(br) + ") x H_q x B work items must be <= 2^31 - 1";
+  }
+  return "";
+}
+
+void launch(const AttnParams& p, cudaStream_t stream) {
+  dispatch_dtype(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch_head_dim(p.head_dim, [&](auto dim) {
+      constexpr int kHeadDim = decltype(dim)::value;
+      using C = Config<kHeadDim>;
+      FL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<T, kHeadDim>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         C::kSmemBytes));
+      Schedule sched;
+      sched.q_tiles = static_cast<int>((p.seqlen_q + C::kBr - 1) / C::kBr);
+      sched.count = static_cast<int>(sched.q_tiles * p.heads_q * p.batch);
+      sched.seqlen_q = static_cast<int>(p.seqlen_q);
+      sched.seqlen_k = static_cast<int>(p.seqlen_k);
+      sched.causal = p.causal;
+      int device = 0, sms = 0;
+      FL_CUDA_CHECK(cudaGetDevice(&device));
+      FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      const unsigned blocks = static_cast<unsigned>(sms < sched.count ? sms : sched.count);
+      const CUtensorMap tmQ = make_tensor_map_4d(p.q, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
+                                                 p.q_stride, C::kBr);
+      const CUtensorMap tmK = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
+                                                 p.k_stride, C::kBc);
+      const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
+                                                 p.v_stride, C::kBc);
+      const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
+                                                 p.o_stride, 64);
+      attention_kernel<T, kHeadDim>
+          <<<blocks, C::kThreads, C::kSmemBytes, stream>>>(p, sched, tmQ, tmK, tmV, tmO);
+    });
+  });
+}
+
+}  // namespace k23_final_hopper
+
+const KernelInfo& kernel_23() {
+  static const KernelInfo info{23,
+                               "final_hopper",
+                               "final Hopper: rung 22 with the full contract (d 64/128/256, any length, causal)",
+                               "docs/kernels/23_final_hopper.md",
+                               90,
+                               k23_final_hopper::tile,
+                               k23_final_hopper::supports,
+                               k23_final_hopper::launch,
+                               false,
+                               90};
+  return info;
+}
+
+}  // namespace fl
