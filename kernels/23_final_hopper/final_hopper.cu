@@ -27,7 +27,7 @@
 //               the issue of P.V, while the tensor cores run S; a row's max is four independent
 //               chains of FMNMX, not one chain of Bc / 4
 //            7. two Q stages where they fit (d = 64, 128): the producer loads the next item's Q
-//               while this item runs, not after its last S; 1-4% at N = 512 and 1024, none at
+//               while this item runs, not after its last S; 0-4% at N = 512 and 1024, none at
 //               N >= 2048 (measured, runs 67-69 on the page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple 4-14% slower (measured, runs 51 and 73: rung 16's short tiles are not here, page
