@@ -30,9 +30,9 @@
 //               while this item runs, not after its last S; 0-4% at N = 512 and 1024, none at
 //               N >= 2048 (measured, runs 67-69 on the page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
-//            multiple 4-14% slower (measured, runs 51 and 73: rung 16's short tiles are not here, page
-//            23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half
-//            the tiles visited)
+//            multiple 4-14% slower (measured, runs 51 and 73: rung 16's short tiles are not here,
+//            page 23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted,
+//            half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
