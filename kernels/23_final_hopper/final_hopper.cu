@@ -100,6 +100,7 @@ namespace gmma = ptx::gmma;
 // x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
 // than 64 at N >= 2048 (docs/kernels/23_final_hopper.md).
 constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 22's), every d
+constexpr int kMaxQStages = 2;  // Q's stages where a second fits (Config::kQStages)
 
 template <int kHeadDim>
 struct Config {
@@ -118,7 +119,9 @@ struct Config {
   // loaded while this item's steps run, not after its last S (the item before's Q is released
   // at its last S, so the producer waits on the release of two items back).
   static constexpr int kQStages =
-      !kOInQ && tile_bytes(kBr) * 3 + 2 * kStages * tile_bytes(kBc) + 1024 <= 227 * 1024 ? 2 : 1;
+      !kOInQ && tile_bytes(kBr) * 3 + 2 * kStages * tile_bytes(kBc) + 1024 <= 227 * 1024
+          ? kMaxQStages
+          : 1;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
   static constexpr int kProducerRegs = 24;                 // setmaxnreg targets
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
@@ -205,7 +208,7 @@ __device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float
 }
 
 struct Barriers {
-  uint64_t q_full[2], q_empty[2];  // Q's stages: loaded / no longer needed (count: consumers)
+  uint64_t q_full[kMaxQStages], q_empty[kMaxQStages];  // Q's stages: loaded / released
   uint64_t k_full[kRingStages], k_empty[kRingStages];
   uint64_t v_full[kRingStages], v_empty[kRingStages];
 };
