@@ -14,8 +14,8 @@ for each shape of the sweep (LADDER.md: d = 128, H = 16, N in 512..16384, B = 16
     larger N the error against SDPA's flash output is recorded, not judged;
   * with --rounds R > 1, times every implementation of a shape R times, the order reversed in
     every other round (round 0 as listed here, SDPA first; round 1 the ladder's last kernel first),
-    and reports the median of the R medians: an implementation timed late in a shape, after
-    seconds of the others' work, is otherwise timed on a hotter GPU than one timed first;
+    and reports the median of the R medians: timed once, the implementations early in a shape
+    come out faster than the late ones (docs/methodology.md, "Timing order");
   * skips what is too slow to matter: a kernel whose first run takes longer than --max-seconds is
     not repeated, and one whose predicted run time (scaled by FLOPs from its last shape) exceeds
     --max-seconds is not run at bigger shapes.
