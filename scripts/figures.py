@@ -1604,49 +1604,79 @@ def fig_persistent(out):
 
 
 def fig_item_assignment(out):
-    """Rung 23's assignment of work items to blocks (kernels/23_final_hopper: work_of, item_of),
-    computed for a causal call: each block's total KV tiles under rung 22's round robin and under
-    the snake. Arithmetic on the schedule, not a measurement."""
+    """Rung 23's assignment of work items to blocks (kernels/23_final_hopper/schedule.cuh: work_of,
+    unit_item, item_of), computed for two causal calls: each block's total KV tiles under rung
+    22's round robin of items, under a snake of items (rung 23 before its units) and under its
+    units. Arithmetic on the schedule, not a measurement."""
     src = read("kernels/23_final_hopper/schedule.cuh")
-    if "round % 2 == 0 ? i : g - 1 - i" not in src or "s.q_tiles - 1 - t % s.q_tiles" not in src:
-        fail("item_assignment: kernels/23_final_hopper/schedule.cuh no longer has the snake "
-             "of item_of or the order of work_of this figure draws")
-    blocks, heads, n, br, bc = 132, 256, 4097, 128, 128
-    tq = -(-n // br)
+    for needle in ("round % 2 == 0 ? block : blocks - 1 - block", "s.q_tiles - 1 - t % s.q_tiles",
+                   "member == 0 ? r : tq - 1 - r", "head * tq + half"):
+        if needle not in src:
+            fail("item_assignment: kernels/23_final_hopper/schedule.cuh no longer has "
+                 f"'{needle}' (the snake of units, the order of work_of, the pairs) that this "
+                 "figure draws")
+    blocks = 132
 
-    def tiles(t):  # work_of, causal, Nq = Nk = n: the KV tiles of item t
-        q_tile = tq - 1 - t % tq
-        kv_end = min(n, min(q_tile * br + br, n))
-        return -(-kv_end // bc)
+    def loads_for(n, heads, br, bc):
+        tq = -(-n // br)
 
-    count = tq * heads
-    loads = {}
-    for name, snake in (("round robin (rung 22)", False), ("snake (rung 23's item_of)", True)):
-        load = [0] * blocks
-        r = 0
-        while r * blocks < count:
+        def tiles(t):  # work_of, causal, Nq = Nk = n: the KV tiles of item t
+            q_tile = tq - 1 - t % tq
+            return -(-min(n, q_tile * br + br) // bc)
+
+        def unit_item(p, member):  # schedule.cuh's unit_item, causal
+            half, odd = tq // 2, tq % 2
+            a, r = 2 * (p // (2 * half + odd)), p % (2 * half + odd)
+            if r < half:
+                return a * tq + (r if member == 0 else tq - 1 - r)
+            if r >= half + odd:
+                k = r - half - odd
+                return (a + 1) * tq + (k if member == 0 else tq - 1 - k)
+            head = a + member
+            return head * tq + half if head < heads else -1
+
+        count = tq * heads
+        units = (tq // 2) * heads + (tq % 2) * ((heads + 1) // 2)
+        loads = {"round robin of items (rung 22)": [0] * blocks,
+                 "snake of items": [0] * blocks,
+                 "snake of units (rung 23's item_of)": [0] * blocks}
+        for r in range(-(-count // blocks)):
             for i in range(blocks):
-                t = r * blocks + (blocks - 1 - i if snake and r % 2 else i)
+                t = r * blocks + i
                 if t < count:
-                    load[i] += tiles(t)
-            r += 1
-        loads[name] = load
-    fig, ax = plt.subplots(figsize=(10.5, 3.6))
-    colors = ("#d62728", "#1f77b4")
-    for (name, load), color in zip(loads.items(), colors):
-        ax.plot(range(blocks), load, label=f"{name}: max / mean {max(load) / (sum(load) / blocks):.2f}",
-                color=color, lw=1.6)
-    mean = sum(next(iter(loads.values()))) / blocks
-    ax.axhline(mean, color="#555555", lw=0.8, ls="--", label="mean")
-    ax.set_xlabel("block (one per SM)")
-    ax.set_ylabel("KV tiles visited")
-    ax.set_title(f"Causal, Nq = Nk = {n} ({tq} query tiles a head), B x H = {heads}, {blocks} blocks: "
-                 "the work each block gets", fontsize=9.5)
-    ax.legend(fontsize=8, frameon=False, loc="upper right")
-    ax.set_xlim(0, blocks - 1)
-    fig.text(0.01, 0.01, "Computed from the kernel's work_of and item_of (tiles of 128 keys), not "
-             "measured. The kernel takes as long as its busiest block.", fontsize=7, color="#555555")
-    fig.subplots_adjust(left=0.08, right=0.99, top=0.9, bottom=0.2)
+                    loads["round robin of items (rung 22)"][i] += tiles(t)
+                t = r * blocks + (blocks - 1 - i if r % 2 else i)
+                if t < count:
+                    loads["snake of items"][i] += tiles(t)
+        for r in range(-(-units // blocks)):
+            for i in range(blocks):
+                p = r * blocks + (blocks - 1 - i if r % 2 else i)
+                for member in (0, 1):
+                    t = unit_item(p, member) if p < units else -1
+                    if t >= 0:
+                        loads["snake of units (rung 23's item_of)"][i] += tiles(t)
+        return tq, loads
+
+    fig, axes = plt.subplots(1, 2, figsize=(12.5, 3.8))
+    colors = ("#d62728", "#ff7f0e", "#1f77b4")
+    for ax, (n, heads, br, bc, what) in zip(axes, ((4097, 256, 128, 128, "d = 128"),
+                                                   (16384, 64, 192, 128, "d = 64"))):
+        tq, loads = loads_for(n, heads, br, bc)
+        for (name, load), color in zip(loads.items(), colors):
+            ax.plot(range(blocks), load, color=color, lw=1.4,
+                    label=f"{name}: max / mean {max(load) / (sum(load) / blocks):.2f}")
+        ax.axhline(sum(load) / blocks, color="#555555", lw=0.8, ls="--", label="mean")
+        ax.set_xlabel("block (one per SM)")
+        ax.set_ylabel("KV tiles visited")
+        ax.set_title(f"{what}: {br} x {bc} tiles, Nq = Nk = {n} ({tq} query tiles a head), "
+                     f"B x H = {heads}", fontsize=9)
+        ax.legend(fontsize=7.5, frameon=False, loc="upper right")
+        ax.set_xlim(0, blocks - 1)
+        ax.set_ylim(0, max(max(v) for v in loads.values()) * 1.45)
+    fig.text(0.01, 0.01, "Causal, 132 blocks. Computed from the kernel's work_of, unit_item and "
+             "item_of, not measured. The kernel takes as long as its busiest block.", fontsize=7,
+             color="#555555")
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.9, bottom=0.18, wspace=0.18)
     save(fig, out, "item_assignment.png")
 
 

@@ -15,8 +15,9 @@
 //               gets O = 0, LSE = -inf; an item that sees none at all is written without a load
 //               or a GEMM
 //            4. the longest items first: a head's query tiles last to first (causal: longest to
-//               shortest), and a snake assignment of items to blocks (item_of), so that no block
-//               gets the long items of every head
+//               shortest), and the blocks take them in a snake of units (item_of), so that no
+//               block gets the long items of every head; causal, a unit is a long item and a short
+//               one of a head, about equal in every pair
 //            5. at d = 256 the O staging buffer is the consumer's own rows of sQ (the separate
 //               buffer does not fit: 64 + 64 + 2 x 2 x 40 KiB); Q is released after the store has
 //               read it, not after the last S
@@ -39,7 +40,8 @@
 // doc:       docs/kernels/23_final_hopper.md
 // =================================================================================================
 //
-// Grid: min(#SMs, items) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers; block:
+// Grid: min(#SMs, units) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers, units =
+// items, or causal, about half as many pairs of them (schedule.cuh); block:
 // 128 x (1 + consumers) threads. Item t is query tile Tq - 1 - t % Tq of head t / Tq = b H_q + h
 // (Tq = ceil(Nq / Br)); block i takes the items of item_of (both in schedule.cuh, tested on the
 // CPU by tests/test_schedule23.cu). Warpgroup 0 produces; consumer c
@@ -226,8 +228,9 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
   const int group_size = static_cast<int>(p.heads_q / p.heads_kv);
   uint32_t k = 0;      // the block's KV tile count
   uint32_t q_use = 0;  // the block's Q tile count (items with n > 0)
-  for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
-    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
+  const unsigned slots = slot_count(gridDim.x, sched);
+  for (unsigned slot = 0; slot < slots; ++slot) {
+    const int t = item_of(slot, gridDim.x, blockIdx.x, sched);
     if (t < 0) continue;
     const Work w = work_of<C::kBr, C::kBc>(t, sched, static_cast<int>(p.heads_q));
     if (w.n == 0) continue;  // written by the consumers alone
@@ -365,8 +368,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
 
   uint32_t k = 0, q_use = 0;
-  for (int64_t round = 0; round * gridDim.x < sched.count; ++round) {
-    const int t = item_of(round, gridDim.x, blockIdx.x, sched);
+  const unsigned slots = slot_count(gridDim.x, sched);
+  for (unsigned slot = 0; slot < slots; ++slot) {
+    const int t = item_of(slot, gridDim.x, blockIdx.x, sched);
     if (t < 0) continue;
     const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
     const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
@@ -631,16 +635,12 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       FL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<T, kHeadDim>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          C::kSmemBytes));
-      Schedule sched;
-      sched.q_tiles = static_cast<int>((p.seqlen_q + C::kBr - 1) / C::kBr);
-      sched.count = static_cast<int>(sched.q_tiles * p.heads_q * p.batch);
-      sched.seqlen_q = static_cast<int>(p.seqlen_q);
-      sched.seqlen_k = static_cast<int>(p.seqlen_k);
-      sched.causal = p.causal;
+      const Schedule sched =
+          make_schedule(C::kBr, p.seqlen_q, p.seqlen_k, p.heads_q * p.batch, p.causal);
       int device = 0, sms = 0;
       FL_CUDA_CHECK(cudaGetDevice(&device));
       FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-      const unsigned blocks = static_cast<unsigned>(sms < sched.count ? sms : sched.count);
+      const unsigned blocks = static_cast<unsigned>(sms < sched.units ? sms : sched.units);
       const CUtensorMap tmQ = make_tensor_map_4d(p.q, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.q_stride, C::kBr);
       const CUtensorMap tmK = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,

@@ -14,6 +14,7 @@ namespace k23_final_hopper {
 struct Schedule {
   int q_tiles;   // Tq = ceil(Nq / Br)
   int count;     // Tq x H_q x B items
+  int units;     // what the blocks take in rounds (unit_item): causal, pairs of items; else items
   int seqlen_q, seqlen_k;
   bool causal;
 };
@@ -53,18 +54,74 @@ __host__ __device__ __forceinline__ Work work_of(int t, const Schedule& s, int h
   return w;
 }
 
-// Which items a block takes: the G blocks take them in rounds of G, block i the i-th item of an
-// even round and the (G - 1 - i)-th of an odd one (a snake). Rung 22's plain round robin gives a
-// block the same place in every round; when the rounds line up with the heads (G = 132 SMs and
-// 33 query tiles a head: N = 4097), that is the same query tile of every head, and causal, the
-// longest to block 0 every time and the shortest to block 131 (measured: 0.68x the speed of
-// N = 4096). The snake pairs a long item with a short one. -1: no item for this block in the
-// round (the last one).
-__host__ __device__ __forceinline__ int item_of(int64_t round, unsigned blocks, unsigned block,
+// Which items a block takes. The blocks take *units* in rounds of G (G blocks), block i the i-th
+// unit of an even round and the (G - 1 - i)-th of an odd one (a snake), and the items of a unit one
+// after the other.
+//
+// Non-causal, every item visits the same tiles: a unit is one item. Causal, the items of a head
+// are of every length, and a unit is a pair of them whose lengths add up to about the same in
+// every pair: a head's k-th longest item and its k-th shortest (items k and Tq - 1 - k in work_of's
+// order, the longer first). With Tq odd, a head's middle item pairs with the next head's middle
+// one. The units of two heads a, a + 1 run: a's pairs, the two middles, a + 1's pairs.
+//
+// Rung 22's round robin of items gives a block the same place in every round: when the rounds
+// line up with the heads (G = 132 SMs and 33 query tiles a head: N = 4097), that is the same
+// query tile of every head, causal, the longest to block 0 every time (measured: 0.68x the speed
+// of N = 4096). A snake of items pairs a long item with a short one only where a round's items
+// are sorted by length, which they are not where a round spans the end of one head and the start
+// of the next: 1.2x the mean for d = 64's 192-row tiles at N = 16384, 1.5x with one batch of 16
+// heads at N = 8192 (docs/kernels/23_final_hopper.md). Pairs are about equal wherever the rounds
+// fall.
+__host__ __device__ __forceinline__ int unit_size(const Schedule& s) { return s.causal ? 2 : 1; }
+
+// The units of a call: causal, floor(Tq / 2) pairs a head and one for every two middle items.
+__host__ __device__ __forceinline__ int64_t unit_count(int q_tiles, int64_t heads_x_batch,
+                                                       bool causal) {
+  if (!causal) return q_tiles * heads_x_batch;
+  return (q_tiles / 2) * heads_x_batch + (q_tiles % 2) * ((heads_x_batch + 1) / 2);
+}
+
+// Item `member` (0, or 1: the shorter) of unit p, or -1: a unit of one item (the last head's
+// middle when the heads are odd in number) has no member 1.
+__host__ __device__ __forceinline__ int unit_item(int p, int member, const Schedule& s) {
+  if (!s.causal) return member == 0 ? p : -1;
+  const int tq = s.q_tiles, half = tq / 2, odd = tq % 2;
+  const int per_two_heads = 2 * half + odd;
+  const int a = 2 * (p / per_two_heads), r = p % per_two_heads;
+  if (r < half) return a * tq + (member == 0 ? r : tq - 1 - r);              // head a's pair r
+  if (r >= half + odd) {                                                      // head a + 1's
+    const int k = r - half - odd;
+    return (a + 1) * tq + (member == 0 ? k : tq - 1 - k);
+  }
+  const int head = a + member;                                                // the middles
+  return head * tq < s.count ? head * tq + half : -1;
+}
+
+// The block's slots: ceil(units / G) rounds of unit_size items (below 2^32: units < 2^31).
+__host__ __device__ __forceinline__ unsigned slot_count(unsigned blocks, const Schedule& s) {
+  return (static_cast<unsigned>(s.units) + blocks - 1) / blocks * unit_size(s);
+}
+
+// The item of the block's slot-th slot, or -1: none (the last round, or a unit of one item).
+__host__ __device__ __forceinline__ int item_of(unsigned slot, unsigned blocks, unsigned block,
                                                 const Schedule& s) {
-  const int64_t g = blocks, i = block;
-  const int64_t t = round * g + (round % 2 == 0 ? i : g - 1 - i);
-  return t < s.count ? static_cast<int>(t) : -1;
+  const unsigned round = s.causal ? slot / 2 : slot;
+  const unsigned p = round * blocks + (round % 2 == 0 ? block : blocks - 1 - block);
+  return p < static_cast<unsigned>(s.units)
+             ? unit_item(static_cast<int>(p), static_cast<int>(slot - round * unit_size(s)), s)
+             : -1;
+}
+
+// The schedule of a call (host): Br is the item's rows (Config::kBr).
+inline Schedule make_schedule(int br, int64_t nq, int64_t nk, int64_t heads_x_batch, bool causal) {
+  Schedule s;
+  s.q_tiles = static_cast<int>((nq + br - 1) / br);
+  s.count = static_cast<int>(s.q_tiles * heads_x_batch);
+  s.units = static_cast<int>(unit_count(s.q_tiles, heads_x_batch, causal));
+  s.seqlen_q = static_cast<int>(nq);
+  s.seqlen_k = static_cast<int>(nk);
+  s.causal = causal;
+  return s;
 }
 
 }  // namespace k23_final_hopper
