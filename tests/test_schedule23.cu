@@ -16,14 +16,11 @@
 namespace {
 
 using fl::k23_final_hopper::item_of;
+using fl::k23_final_hopper::make_schedule;
 using fl::k23_final_hopper::slot_count;
 using fl::k23_final_hopper::Schedule;
 using fl::k23_final_hopper::Work;
 using fl::k23_final_hopper::work_of;
-
-Schedule make(int br, int64_t nq, int64_t nk, int64_t bh, bool causal) {
-  return fl::k23_final_hopper::make_schedule(br, nq, nk, bh, causal);
-}
 
 bool sees(const Schedule& s, int row, int key) {
   return key < s.seqlen_k && (!s.causal || key <= row + s.seqlen_k - s.seqlen_q);
@@ -31,7 +28,7 @@ bool sees(const Schedule& s, int row, int key) {
 
 template <int kBr, int kBc>
 void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
-  const Schedule s = make(kBr, nq, nk, int64_t{heads} * batch, causal);
+  const Schedule s = make_schedule(kBr, nq, nk, int64_t{heads} * batch, causal);
   SCOPED_TRACE("Br " + std::to_string(kBr) + " Bc " + std::to_string(kBc) + " Nq " +
                std::to_string(nq) + " Nk " + std::to_string(nk) + (causal ? " causal" : ""));
   std::vector<int> seen_items(s.count, 0);
@@ -108,7 +105,7 @@ struct Balance {
 
 template <int kBr, int kBc>
 Balance balance(int n, int heads, int blocks) {
-  const Schedule s = make(kBr, n, n, heads, true);
+  const Schedule s = make_schedule(kBr, n, n, heads, true);
   std::vector<double> units(blocks, 0.0), robin(blocks, 0.0), snake(blocks, 0.0);
   auto tiles = [&](int t) { return static_cast<double>(work_of<kBr, kBc>(t, s, heads).n); };
   for (int b = 0; b < blocks; ++b) {
