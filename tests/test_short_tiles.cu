@@ -188,6 +188,43 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   EXPECT_EQ(ran, 2 * 3 * 14);
 }
 
+// Rung 23's ragged last query tile among many items a block: 128 heads (GQA, 16 over 4, B = 8) of
+// three query tiles, the last of 1 row (only the first consumer has a row of it) or of 65 rows.
+// On 132 SMs each block takes 2-4 items, and 88 of the blocks a whole one and a ragged one, so the
+// rings' barrier phases must stay in step across them (the edge cases above are one or two items a
+// block); non-causal and causal (there the ragged tile is a head's longest item).
+TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k = fl::find_kernel("23");
+  if (k == nullptr) GTEST_SKIP() << "rung 23 is not in this build (FL_KERNELS, FL_HOPPER)";
+  fl::CublasHandle cublas;
+  int ran = 0;
+  for (int64_t d : {64, 128, 256}) {
+    fl::AttnParams probe = fl::make_params(fl::DType::f16, 1, 1, 1, 1, d);
+    const fl::TileShape tile = k->tile(probe);
+    for (int64_t last_rows : {int64_t{1}, int64_t{65}}) {
+      for (bool causal : {false, true}) {
+        const int64_t nq = 2 * tile.br + last_rows;
+        fl::ProblemSpec s = spec(fl::DType::f16, d, nq, 2 * tile.br + 7, causal);
+        s.batch = 8;
+        s.heads_q = 16;
+        s.heads_kv = 4;
+        const Case c{"d" + std::to_string(d) + "_last_" + std::to_string(last_rows) +
+                         (causal ? "_causal" : ""),
+                     s};
+        const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
+        if (why.find("compute capability") != std::string::npos) {
+          GTEST_SKIP() << "rung 23 needs compute capability 9.0: " << why;
+        }
+        ASSERT_EQ(why, "") << c.name;
+        expect_passes(*k, c, cublas);
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 3 * 2 * 2);
+}
+
 // A NaN in K at a key that only the last warp of a slab computes in the split tile (a key of its
 // slice of the second KV tile): every row of that KV head's query heads attends to it, so every
 // row of the split tile must come out NaN, through the merge into the slab's first warp (and the
