@@ -1,7 +1,9 @@
 // Rung 23's work items (kernels/23_final_hopper/schedule.cuh), on the CPU, against a brute force
-// over rows and keys: every item is taken by exactly one block; an item visits exactly the KV
-// tiles that some of its rows see (none when no row sees a key); the masked visits are exactly
-// the tiles that hide a key from some row of the item; and causal, the units (pairs of a long
+// over rows and keys: every item is taken by exactly one block; an item, and each consumer's 64
+// rows of it, visits exactly the KV tiles that some of its rows see (none when no row sees a key
+// or the rows are past Nq); the masked visits are exactly the tiles that hide a key from some
+// row; a consumer's visits are the item's last ones, and the consumers' together the item's; and
+// causal, the units (pairs of a long
 // and a short item) keep the busiest block within 5% of the mean where single items, in a round
 // robin or a snake, left it at 1.2-1.9x.
 #include <gtest/gtest.h>
@@ -16,6 +18,7 @@
 namespace {
 
 using fl::k23_final_hopper::item_of;
+using fl::k23_final_hopper::consumer_work;
 using fl::k23_final_hopper::make_schedule;
 using fl::k23_final_hopper::slot_count;
 using fl::k23_final_hopper::Schedule;
@@ -24,6 +27,27 @@ using fl::k23_final_hopper::work_of;
 
 bool sees(const Schedule& s, int row, int key) {
   return key < s.seqlen_k && (!s.causal || key <= row + s.seqlen_k - s.seqlen_q);
+}
+
+// Rows [w.q0, q1) visit tiles 0 .. w.n - 1, exactly those some row sees a key of, and mask the
+// first w.n_masked visits (tiles w.n - 1 down), exactly those that hide a key from some row.
+void check_visits(const Schedule& s, const Work& w, int q1, int bc, const std::string& what) {
+  const int tiles = (s.seqlen_k + bc - 1) / bc;
+  int last_seen = -1;
+  for (int j = 0; j < tiles; ++j) {
+    bool any_seen = false, any_hidden = false;
+    for (int r = w.q0; r < q1; ++r) {
+      for (int k = j * bc; k < (j + 1) * bc; ++k) (sees(s, r, k) ? any_seen : any_hidden) = true;
+    }
+    if (any_seen) last_seen = j;
+    if (j < w.n) {
+      EXPECT_EQ(any_hidden, j >= w.n - w.n_masked)
+          << what << " tile " << j << ": masked iff one of its rows cannot see one of its keys";
+    }
+  }
+  EXPECT_EQ(w.n, last_seen + 1) << what << " visits tiles 0 .. n - 1";
+  EXPECT_GE(w.n_masked, 0);
+  EXPECT_LE(w.n_masked, w.n);
 }
 
 template <int kBr, int kBc>
@@ -37,26 +61,23 @@ void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
     ASSERT_EQ(w.batch * heads + w.head, t / s.q_tiles);
     ASSERT_EQ(w.q0 % kBr, 0);
     ASSERT_LT(w.q0, s.seqlen_q);
-    const int q1 = std::min<int>(w.q0 + kBr, s.seqlen_q);
-    const int tiles = static_cast<int>((nk + kBc - 1) / kBc);
-    int last_seen = -1;
-    for (int j = 0; j < tiles; ++j) {
-      bool any_seen = false, any_hidden = false;
-      for (int r = w.q0; r < q1; ++r) {
-        for (int k = j * kBc; k < (j + 1) * kBc; ++k) {
-          (sees(s, r, k) ? any_seen : any_hidden) = true;
-        }
-      }
-      if (any_seen) last_seen = j;
-      if (j < w.n) {
-        EXPECT_EQ(any_hidden, j >= w.n - w.n_masked)
-            << "item " << t << " tile " << j << ": masked iff a row of the item cannot see one of "
-            << "its keys";
+    check_visits(s, w, std::min<int>(w.q0 + kBr, s.seqlen_q), kBc, "item " + std::to_string(t));
+    int most = 0;
+    for (int c = 0; c < kBr / 64; ++c) {
+      const Work mine = consumer_work<kBc>(w, c, s);
+      const std::string what = "item " + std::to_string(t) + " consumer " + std::to_string(c);
+      ASSERT_EQ(mine.q0, w.q0 + 64 * c);
+      ASSERT_EQ(mine.head, w.head);
+      ASSERT_EQ(mine.batch, w.batch);
+      EXPECT_LE(mine.n, w.n) << what << ": its visits are the item's last";
+      most = std::max(most, mine.n);
+      if (mine.q0 >= s.seqlen_q) {
+        EXPECT_EQ(mine.n, 0) << what << " is past Nq: it visits nothing";
+      } else {
+        check_visits(s, mine, std::min<int>(mine.q0 + 64, s.seqlen_q), kBc, what);
       }
     }
-    EXPECT_EQ(w.n, last_seen + 1) << "item " << t << " visits tiles 0 .. n - 1";
-    EXPECT_GE(w.n_masked, 0);
-    EXPECT_LE(w.n_masked, w.n);
+    EXPECT_EQ(most, w.n) << "item " << t << ": some consumer visits every tile the item loads";
   }
   // Every item once, for a few grid sizes (the kernel's grid is at most s.units blocks).
   for (int blocks : {1, 7, 132, s.units + 5}) {

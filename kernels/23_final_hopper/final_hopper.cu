@@ -30,6 +30,11 @@
 //            7. two Q stages where they fit (d = 64, 128): the producer loads the next item's Q
 //               while this item runs, not after its last S; 0-4% at N = 512 and 1024, none at
 //               N >= 2048 (measured, runs 67-69 on the page)
+//            8. each consumer visits only the KV tiles its own 64 rows see, at d = 64 and 256 (where
+//               Br is not Bc, the causal diagonal crosses tile edges inside an item): it takes the
+//               other consumers' turns in the visits before its own without issuing, and lets their
+//               stages go; a consumer whose rows are past Nq computes nothing. d = 64 causal 6-8%
+//               faster at N = 1024-2048, d = 256 causal 3-7% at N = 4096-8192 (runs 91-92, page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple 4-14% slower (measured, runs 51 and 73: rung 16's short tiles are not here,
 //            page 23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted,
@@ -113,6 +118,14 @@ struct Config {
   static constexpr int kBr = 64 * kConsumers;
   static constexpr int kBc = kHeadDim == 256 ? 80 : 128;
   static constexpr int kStages = kRingStages;
+  // Each consumer visits only the tiles its own 64 rows see, where those can be fewer than the
+  // item's: where the item's rows are not a KV tile's length (d = 64: 192 rows over 128 keys;
+  // d = 256: 128 over 80), the causal diagonal crosses tile edges inside the item, and the upper
+  // consumers' rows see fewer tiles. At d = 128 (128 over 128) they see the same ones (when
+  // Nk - Nq is a multiple of 128), and the kernel keeps its loop as it was: built in, the extra
+  // code measured 0.96-1.00x causal there (docs/kernels/23_final_hopper.md, "Each consumer its
+  // own tiles").
+  static constexpr bool kConsumerTiles = kBr != kBc;
   static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
   // O staged in sQ (see the banner) when a separate buffer does not fit in 227 KiB.
   static constexpr bool kOInQ =
@@ -364,6 +377,18 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
   };
 
+  // One turn that issues nothing: the cycle of turns counts every consumer's n + 1 turns an item.
+  auto pass_turn = [&] {
+    ptx::named_barrier_sync(my_turn, kTurnThreads);
+    ptx::named_barrier_arrive(other_turn, kTurnThreads);
+  };
+  // The warpgroup index through redux.sync, whose result ptxas keeps in a uniform register: what
+  // depends on it (the consumer's tiles, below) stays uniform, as the ring's stage must for the
+  // wgmma descriptors (a branch on wg read from threadIdx put them in per-thread registers).
+  const int wg_uniform =
+      C::kConsumerTiles ? static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(wg)))
+                        : wg;
+
   // Consumer 0 goes first: the last consumer hands it its first turn.
   if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
 
@@ -374,8 +399,25 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     if (t < 0) continue;
     const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
     const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
-    if (w.n == 0) {
-      // No row of the item sees a key: O = 0, LSE = -inf, stored directly (no load was issued).
+    // This consumer's rows visit the item's last mine.n tiles (fewer than the item's when they
+    // are above the diagonal's lowest rows, none when past Nq): the visits before are the other
+    // consumers'. It takes their turns without issuing, and lets each stage go once it has landed.
+    const Work mine = C::kConsumerTiles ? consumer_work<kBc>(w, wg_uniform, sched) : w;
+    for (int i = mine.n; i < w.n; ++i, ++k) {
+      pass_turn();
+      wait_k(k);
+      release_k(k);
+      wait_v(k);
+      release_v(k);
+    }
+    if (mine.n == 0) {
+      if (w.n > 0) {  // the item's last turn (P.V of tile 0), and its Q, unread
+        pass_turn();
+        q_stage = static_cast<int>(q_use % C::kQStages);
+        ++q_use;
+        release_q();
+      }
+      // No row of this consumer sees a key: O = 0, LSE = -inf, stored directly.
       T* gO = static_cast<T*>(p.o) + w.batch * p.o_stride.batch + w.head * p.o_stride.head;
       using Pair = typename TypeTraits<T>::pair;
 #pragma unroll
@@ -403,7 +445,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     desc_q = gmma::advance(desc_q0, q_stage * C::tile_bytes(kBr));
     ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full[q_stage]), parity(q_use / C::kQStages));
     ++q_use;
-    const int n = w.n;
+    const int n = mine.n;
 
     // -------------------------------------------------------------------------------------------
     // STEP 0: S of tile n - 1 alone
@@ -418,7 +460,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::wgmma::fence_operands(rS);
     release_k(k);
     if (n == 1 && !C::kOInQ) release_q();
-    if (w.n_masked > 0) mask(n - 1);
+    if (mine.n_masked > 0) mask(n - 1);
     online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
     correction[0] = correction[1] = 1.f;  // O holds nothing yet
     pack_p();
@@ -454,7 +496,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       release_v(ki - 1);
       pack_p();
     };
-    const int masked_end = min(w.n_masked, n);
+    const int masked_end = min(mine.n_masked, n);
     int i = 1;
     for (; i < masked_end; ++i) step(i, std::true_type{});
     for (; i < n; ++i) step(i, std::false_type{});

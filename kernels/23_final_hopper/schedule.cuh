@@ -34,24 +34,41 @@ __host__ __device__ __forceinline__ int imin(int a, int b) {
 #endif
 }
 
+// The KV tiles that query rows [q0, q1) of a head visit (q0 < q1): n tiles, j = n - 1 down to 0,
+// none when no row sees a key; the first n_masked of them masked.
+template <int kBc>
+__host__ __device__ __forceinline__ Work rows_work(int q0, int q1, int head, int batch,
+                                                   const Schedule& s) {
+  Work w;
+  w.q0 = q0;
+  w.head = head;
+  w.batch = batch;
+  const int diag = s.seqlen_k - s.seqlen_q;  // row i sees keys <= i + diag (causal)
+  const int kv_end = s.causal ? imin(s.seqlen_k, q1 + diag) : s.seqlen_k;
+  const int kv_full = s.causal ? imin(s.seqlen_k, q0 + 1 + diag) : s.seqlen_k;
+  w.n = kv_end <= 0 ? 0 : (kv_end + kBc - 1) / kBc;
+  w.n_masked = w.n - (kv_full <= 0 ? 0 : kv_full / kBc);
+  return w;
+}
+
 // The items in order: head after head (b H_q + h), and within a head its query tiles from the
 // last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 22's
 // order), and a causal head's longest items come first.
 template <int kBr, int kBc>
 __host__ __device__ __forceinline__ Work work_of(int t, const Schedule& s, int heads_q) {
-  const int q_tile = s.q_tiles - 1 - t % s.q_tiles;
+  const int q0 = (s.q_tiles - 1 - t % s.q_tiles) * kBr;
   const int bh = t / s.q_tiles;
-  Work w;
-  w.q0 = q_tile * kBr;
-  w.head = bh % heads_q;
-  w.batch = bh / heads_q;
-  const int q1 = imin(w.q0 + kBr, s.seqlen_q);
-  const int diag = s.seqlen_k - s.seqlen_q;  // row i sees keys <= i + diag (causal)
-  const int kv_end = s.causal ? imin(s.seqlen_k, q1 + diag) : s.seqlen_k;
-  const int kv_full = s.causal ? imin(s.seqlen_k, w.q0 + 1 + diag) : s.seqlen_k;
-  w.n = kv_end <= 0 ? 0 : (kv_end + kBc - 1) / kBc;
-  w.n_masked = w.n - (kv_full <= 0 ? 0 : kv_full / kBc);
-  return w;
+  return rows_work<kBc>(q0, imin(q0 + kBr, s.seqlen_q), bh % heads_q, bh / heads_q, s);
+}
+
+// The tiles that consumer c's 64 rows of an item, [q0 + 64 c, q0 + 64 c + 64), visit: the item's
+// last n of its visits (a row sees the keys the rows above it see, and more); none when its rows
+// are past Nq (the last query tile of a head) or see no key.
+template <int kBc>
+__host__ __device__ __forceinline__ Work consumer_work(const Work& item, int c, const Schedule& s) {
+  const int q0 = item.q0 + 64 * c;
+  if (q0 >= s.seqlen_q) return Work{q0, item.head, item.batch, 0, 0};
+  return rows_work<kBc>(q0, imin(q0 + 64, s.seqlen_q), item.head, item.batch, s);
 }
 
 // Which items a block takes. The blocks take *units* in rounds of G (G blocks), block i the i-th
