@@ -30,11 +30,11 @@
 //            7. two Q stages where they fit (d = 64, 128): the producer loads the next item's Q
 //               while this item runs, not after its last S; 0-4% at N = 512 and 1024, none at
 //               N >= 2048 (measured, runs 67-69 on the page)
-//            8. each consumer visits only the KV tiles its own 64 rows see, at d = 64 and 256 (where
-//               Br is not Bc, the causal diagonal crosses tile edges inside an item): it takes the
-//               other consumers' turns in the visits before its own without issuing, and lets their
-//               stages go; a consumer whose rows are past Nq computes nothing. d = 64 causal 6-8%
-//               faster at N = 1024-2048, d = 256 causal 3-7% at N = 4096-8192 (runs 91-92, page)
+//            8. each consumer visits only the KV tiles its own 64 rows see, at d = 64 and 256
+//               (Br is not Bc: the causal diagonal crosses tile edges inside an item); in the
+//               visits before its own it takes its turn without issuing and lets the stage go;
+//               a consumer whose rows are past Nq computes nothing. d = 64 causal 6-8% faster at
+//               N = 1024-2048, d = 256 causal 3-7% at N = 4096-8192 (runs 91-92, on the page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple 4-14% slower (measured, runs 51 and 73: rung 16's short tiles are not here,
 //            page 23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted,
@@ -385,9 +385,8 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // The warpgroup index through redux.sync, whose result ptxas keeps in a uniform register: what
   // depends on it (the consumer's tiles, below) stays uniform, as the ring's stage must for the
   // wgmma descriptors (a branch on wg read from threadIdx put them in per-thread registers).
-  const int wg_uniform =
-      C::kConsumerTiles ? static_cast<int>(__reduce_min_sync(0xffffffffu, static_cast<unsigned>(wg)))
-                        : wg;
+  const unsigned wg_redux = C::kConsumerTiles ? __reduce_min_sync(0xffffffffu, unsigned(wg)) : 0u;
+  const int wg_uniform = C::kConsumerTiles ? static_cast<int>(wg_redux) : wg;
 
   // Consumer 0 goes first: the last consumer hands it its first turn.
   if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
