@@ -385,8 +385,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // The warpgroup index through redux.sync, whose result ptxas keeps in a uniform register: what
   // depends on it (the consumer's tiles, below) stays uniform, as the ring's stage must for the
   // wgmma descriptors (a branch on wg read from threadIdx put them in per-thread registers).
-  const unsigned wg_redux = C::kConsumerTiles ? __reduce_min_sync(0xffffffffu, unsigned(wg)) : 0u;
-  const int wg_uniform = C::kConsumerTiles ? static_cast<int>(wg_redux) : wg;
+  const int wg_uniform = C::kConsumerTiles ? int(__reduce_min_sync(~0u, unsigned(wg))) : wg;
 
   // Consumer 0 goes first: the last consumer hands it its first turn.
   if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
