@@ -1,8 +1,10 @@
 // Rung 23's work items (kernels/23_final_hopper/schedule.cuh), on the CPU, against a brute force
-// over rows and keys: every item is taken by exactly one block; an item, and each consumer's 64
-// rows of it, visits exactly the KV tiles that some of its rows see (none when no row sees a key
-// or the rows are past Nq); the masked visits are exactly the tiles that hide a key from some
-// row; a consumer's visits are the item's last ones, and the consumers' together the item's; and
+// over rows and keys: every row of a head is in exactly one item, and every item is taken by
+// exactly one block; an item, and each consumer's 64 rows of it, visits exactly the KV tiles that
+// some of its rows see (none when no row sees a key or the rows are past the item's); the masked
+// visits are exactly the tiles that hide a key from some row, and the keys of the first visit are
+// counted right (a narrow visit is one of at most 16); a consumer's visits are the item's last
+// ones, and the consumers' together the item's; and
 // causal, the units (pairs of a long
 // and a short item) keep the busiest block within 5% of the mean where single items, in a round
 // robin or a snake, left it at 1.2-1.9x.
@@ -29,15 +31,20 @@ bool sees(const Schedule& s, int row, int key) {
   return key < s.seqlen_k && (!s.causal || key <= row + s.seqlen_k - s.seqlen_q);
 }
 
-// Rows [w.q0, q1) visit tiles 0 .. w.n - 1, exactly those some row sees a key of, and mask the
-// first w.n_masked visits (tiles w.n - 1 down), exactly those that hide a key from some row.
-void check_visits(const Schedule& s, const Work& w, int q1, int bc, const std::string& what) {
+// Rows [w.q0, w.q1) visit tiles 0 .. w.n - 1, exactly those some row sees a key of, and mask the
+// first w.n_masked visits (tiles w.n - 1 down), exactly those that hide a key from some row;
+// w.first_keys is the keys of tile w.n - 1 up to the last one some row sees.
+void check_visits(const Schedule& s, const Work& w, int bc, const std::string& what) {
   const int tiles = (s.seqlen_k + bc - 1) / bc;
-  int last_seen = -1;
+  int last_seen = -1, last_key = -1;
   for (int j = 0; j < tiles; ++j) {
     bool any_seen = false, any_hidden = false;
-    for (int r = w.q0; r < q1; ++r) {
-      for (int k = j * bc; k < (j + 1) * bc; ++k) (sees(s, r, k) ? any_seen : any_hidden) = true;
+    for (int r = w.q0; r < w.q1; ++r) {
+      for (int k = j * bc; k < (j + 1) * bc; ++k) {
+        const bool seen = sees(s, r, k);
+        (seen ? any_seen : any_hidden) = true;
+        if (seen) last_key = std::max(last_key, k);
+      }
     }
     if (any_seen) last_seen = j;
     if (j < w.n) {
@@ -46,6 +53,10 @@ void check_visits(const Schedule& s, const Work& w, int q1, int bc, const std::s
     }
   }
   EXPECT_EQ(w.n, last_seen + 1) << what << " visits tiles 0 .. n - 1";
+  if (w.n > 0) {
+    EXPECT_EQ(w.first_keys, last_key - (w.n - 1) * bc + 1)
+        << what << ": the keys its rows see of its first visit";
+  }
   EXPECT_GE(w.n_masked, 0);
   EXPECT_LE(w.n_masked, w.n);
 }
@@ -56,28 +67,39 @@ void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
   SCOPED_TRACE("Br " + std::to_string(kBr) + " Bc " + std::to_string(kBc) + " Nq " +
                std::to_string(nq) + " Nk " + std::to_string(nk) + (causal ? " causal" : ""));
   std::vector<int> seen_items(s.count, 0);
+  std::vector<int> row_items(static_cast<size_t>(heads) * batch * nq, 0);
   for (int t = 0; t < s.count; ++t) {
     const Work w = work_of<kBr, kBc>(t, s, heads);
     ASSERT_EQ(w.batch * heads + w.head, t / s.q_tiles);
-    ASSERT_EQ(w.q0 % kBr, 0);
-    ASSERT_LT(w.q0, s.seqlen_q);
-    check_visits(s, w, std::min<int>(w.q0 + kBr, s.seqlen_q), kBc, "item " + std::to_string(t));
+    // The tiles are counted from the head's last row: Nq - q1 a multiple of Br, Br rows but
+    // in the ragged first tile (rows from 0), whose Q tile is loaded from row 0 all the same.
+    ASSERT_EQ((s.seqlen_q - w.q1) % kBr, 0);
+    ASSERT_TRUE(w.q1 - w.q0 == kBr || (w.q0 == 0 && w.q1 < kBr)) << w.q0 << " " << w.q1;
+    ASSERT_GE(w.q0, 0);
+    for (int r = w.q0; r < w.q1; ++r) {
+      ++row_items[(static_cast<size_t>(w.batch) * heads + w.head) * nq + r];
+    }
+    check_visits(s, w, kBc, "item " + std::to_string(t));
     int most = 0;
     for (int c = 0; c < kBr / 64; ++c) {
       const Work mine = consumer_work<kBc>(w, c, s);
       const std::string what = "item " + std::to_string(t) + " consumer " + std::to_string(c);
       ASSERT_EQ(mine.q0, w.q0 + 64 * c);
+      ASSERT_EQ(mine.q1, std::max(mine.q0, std::min(mine.q0 + 64, w.q1)));
       ASSERT_EQ(mine.head, w.head);
       ASSERT_EQ(mine.batch, w.batch);
       EXPECT_LE(mine.n, w.n) << what << ": its visits are the item's last";
       most = std::max(most, mine.n);
-      if (mine.q0 >= s.seqlen_q) {
-        EXPECT_EQ(mine.n, 0) << what << " is past Nq: it visits nothing";
+      if (mine.q0 >= w.q1) {
+        EXPECT_EQ(mine.n, 0) << what << " is past the item's rows: it visits nothing";
       } else {
-        check_visits(s, mine, std::min<int>(mine.q0 + 64, s.seqlen_q), kBc, what);
+        check_visits(s, mine, kBc, what);
       }
     }
     EXPECT_EQ(most, w.n) << "item " << t << ": some consumer visits every tile the item loads";
+  }
+  for (size_t i = 0; i < row_items.size(); ++i) {
+    ASSERT_EQ(row_items[i], 1) << "row " << i % nq << " of head " << i / nq << ": in one item";
   }
   // Every item once, for a few grid sizes (the kernel's grid is at most s.units blocks).
   for (int blocks : {1, 7, 132, s.units + 5}) {
@@ -98,7 +120,7 @@ void check_items(int64_t nq, int64_t nk, bool causal, int heads, int batch) {
 TEST(Schedule23, ItemsVisitAndMaskExactlyTheRightTiles) {
   for (bool causal : {false, true}) {
     for (auto nq_nk : {std::pair<int, int>{1, 1}, {1, 300}, {300, 1}, {128, 128}, {129, 257},
-                       {300, 77}, {77, 300}, {513, 513}, {640, 384}, {192, 193}}) {
+                       {300, 77}, {77, 300}, {513, 513}, {640, 384}, {192, 193}, {1025, 1025}}) {
       check_items<128, 128>(nq_nk.first, nq_nk.second, causal, 3, 2);
       check_items<192, 128>(nq_nk.first, nq_nk.second, causal, 3, 2);
       check_items<128, 80>(nq_nk.first, nq_nk.second, causal, 3, 2);
@@ -113,6 +135,30 @@ TEST(Schedule23, ItemsVisitAndMaskExactlyTheRightTiles) {
       check_items<192, 128>(nq, nq + delta, true, 1, 1);
       check_items<128, 80>(nq, nq + delta, true, 1, 1);
     }
+  }
+}
+
+// A length one above a tile multiple: every item's first visit holds one key that some row sees
+// (a narrow visit: S one wgmma of N = 16, P.V one k-step). Non-causal, that is the last KV tile;
+// causal, it needs the query tiles counted from the last row, so that each item's lowest row is
+// one above a tile multiple too (counted from row 0, every item but the last would see whole
+// tiles and the last, of one row, all of them).
+template <int kBr, int kBc>
+void check_one_above(int nk_tiles, bool causal, int heads) {
+  const int nq = causal ? nk_tiles * kBc + 1 : 1000, nk = nk_tiles * kBc + 1;
+  const Schedule s = make_schedule(kBr, nq, nk, heads, causal);
+  for (int t = 0; t < s.count; ++t) {
+    const Work w = work_of<kBr, kBc>(t, s, heads);
+    EXPECT_EQ(w.first_keys, 1) << "Br " << kBr << " Bc " << kBc << " N " << nk << " item " << t;
+  }
+}
+
+TEST(Schedule23, OneAboveATileMultipleEveryFirstVisitIsNarrow) {
+  for (int tiles : {1, 8, 16, 32}) {
+    check_one_above<128, 128>(tiles, false, 3);
+    check_one_above<192, 128>(tiles, false, 3);
+    check_one_above<128, 80>(tiles, false, 3);
+    check_one_above<128, 128>(tiles, true, 3);
   }
 }
 

@@ -275,7 +275,8 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
 // banner for what masks and when).
 template <typename T, int kHeadDim>
 __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched, int wg,
-                                         const CUtensorMap* tmO, uint8_t* sQ, const uint8_t* sK,
+                                         const CUtensorMap* tmO, const CUtensorMap* tmOFirst,
+                                         uint8_t* sQ, const uint8_t* sK,
                                          const uint8_t* sV, uint8_t* sO, Barriers& bar) {
   using C = Config<kHeadDim>;
   constexpr int kBc = C::kBc;
@@ -303,6 +304,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
   const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
+  // The keys of a score array: Bc for rS, 16 for a narrow visit's.
+#define FL_KEYS_OF(acc) \
+  (2 * static_cast<int>(std::extent<std::remove_reference_t<decltype(acc)>>::value))
   // S = Q_g · K_jᵀ: d / 16 k-steps, four per 64-column block.
   auto issue_s = [&](int stage) {
     const uint64_t desc_k = gmma::advance(desc_k0, stage * C::tile_bytes(kBc));
@@ -323,24 +327,25 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
                                                      s > 0 || accumulate);
     }
   };
-  auto pack_p = [&] {
+  // P of the keys in acc (rS, or a narrow visit's 16) into rP's first k-steps.
+  auto pack_p = [&](const auto& acc) {
 #pragma unroll
-    for (int s = 0; s < kBc / 16; ++s) {
-      rP[s][0] = pack2<T>(rS[8 * s + 0], rS[8 * s + 1]);
-      rP[s][1] = pack2<T>(rS[8 * s + 2], rS[8 * s + 3]);
-      rP[s][2] = pack2<T>(rS[8 * s + 4], rS[8 * s + 5]);
-      rP[s][3] = pack2<T>(rS[8 * s + 6], rS[8 * s + 7]);
+    for (int s = 0; s < FL_KEYS_OF(acc) / 16; ++s) {
+      rP[s][0] = pack2<T>(acc[8 * s + 0], acc[8 * s + 1]);
+      rP[s][1] = pack2<T>(acc[8 * s + 2], acc[8 * s + 3]);
+      rP[s][2] = pack2<T>(acc[8 * s + 4], acc[8 * s + 5]);
+      rP[s][3] = pack2<T>(acc[8 * s + 6], acc[8 * s + 7]);
     }
   };
   // The scores of the keys a row does not see become -inf: key >= limit[r] for row r, limit =
   // Nk, or min(Nk, row + 1 + Nk - Nq) when causal. Element i is key 8 (i / 4) + 2 quad + i % 2
   // of the tile, row (i / 2) % 2.
   int limit[2];
-  auto mask = [&](int j) {
+  auto mask = [&](auto& acc, int j) {
     const int key0 = j * kBc + 2 * quad;
 #pragma unroll
-    for (int i = 0; i < kBc / 2; ++i) {
-      if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) rS[i] = -INFINITY;
+    for (int i = 0; i < FL_KEYS_OF(acc) / 2; ++i) {
+      if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) acc[i] = -INFINITY;
     }
   };
   auto wait_k = [&](uint32_t k) {
@@ -398,8 +403,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     const Work w = work_of<C::kBr, kBc>(t, sched, static_cast<int>(p.heads_q));
     const int row0 = w.q0 + 64 * wg + 16 * warp + group;  // this thread's rows: row0, row0 + 8
     // This consumer's rows visit the item's last mine.n tiles (fewer than the item's when they
-    // are above the diagonal's lowest rows, none when past Nq): the visits before are the other
-    // consumers'. It takes their turns without issuing, and lets each stage go once it has landed.
+    // are above the diagonal's lowest rows, none when past the item's): the visits before are the
+    // other consumers'. It takes their turns without issuing, and lets each stage go once it has
+    // landed.
     const Work mine = C::kConsumerTiles ? consumer_work<kBc>(w, wg_uniform, sched) : w;
     for (int i = mine.n; i < w.n; ++i, ++k) {
       pass_turn();
@@ -421,7 +427,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int row = row0 + 8 * r;
-        if (row >= sched.seqlen_q) continue;
+        if (row >= w.q1) continue;  // past the item's rows: the next item's
         for (int blk = 0; blk < kHeadDim / 8; ++blk) {
           *reinterpret_cast<Pair*>(gO + row * p.o_stride.row + 8 * blk + 2 * quad) =
               TypeTraits<T>::from_float2(0.f, 0.f);
@@ -444,6 +450,12 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full[q_stage]), parity(q_use / C::kQStages));
     ++q_use;
     const int n = mine.n;
+    // A narrow first visit: the rows see at most 16 keys of tile n - 1 (a length one above a
+    // tile multiple, the tiles counted from the last row). Its mask and softmax take those 16 (the
+    // first 8 scores of rS, keys 0 .. 15 in the layout of any N) and its P's other k-steps are
+    // zero; its GEMMs stay whole (narrowed too, they slowed whole items: page 23).
+    constexpr int kNarrowKeys = 16;
+    const bool narrow = mine.first_keys <= kNarrowKeys;
 
     // -------------------------------------------------------------------------------------------
     // STEP 0: S of tile n - 1 alone
@@ -458,10 +470,22 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::wgmma::fence_operands(rS);
     release_k(k);
     if (n == 1 && !C::kOInQ) release_q();
-    if (mine.n_masked > 0) mask(n - 1);
-    online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
+    // The mask (a tile of which rows see fewer than Bc keys is masked), the softmax and P.
+    auto first_softmax = [&](auto& acc) {
+      if (mine.n_masked > 0) mask(acc, n - 1);
+      online_softmax<true, FL_KEYS_OF(acc)>(acc, row_max, row_sum, correction, scale_log2);
+      pack_p(acc);
+    };
+    if (narrow) {
+      first_softmax(reinterpret_cast<float(&)[kNarrowKeys / 2]>(rS));
+#pragma unroll
+      for (int s = kNarrowKeys / 16; s < kBc / 16; ++s) {  // P of the keys past the 16: none
+        rP[s][0] = rP[s][1] = rP[s][2] = rP[s][3] = 0u;
+      }
+    } else {
+      first_softmax(rS);
+    }
     correction[0] = correction[1] = 1.f;  // O holds nothing yet
-    pack_p();
 
     // -------------------------------------------------------------------------------------------
     // MAIN LOOP, steps 1 .. n-1: S of tile n - 1 - i, then P·V of the tile before
@@ -486,13 +510,13 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       ptx::wgmma::fence_operands(rS);
       release_k(ki);
       if (i == n - 1 && !C::kOInQ) release_q();  // the item's last S
-      if constexpr (decltype(masked)::value) mask(n - 1 - i);
+      if constexpr (decltype(masked)::value) mask(rS, n - 1 - i);
       online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
       wait_pv_after(row_sum);
       ptx::wgmma::fence_operands(rO);
       fence_p();
       release_v(ki - 1);
-      pack_p();
+      pack_p(rS);
     };
     const int masked_end = min(mine.n_masked, n);
     int i = 1;
@@ -547,10 +571,13 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::named_barrier_sync(kOwn + wg, 128);
     if (leader) {
       const int q_row = w.q0 + 64 * wg;
-      if (q_row < sched.seqlen_q) {  // rows past Nq are clipped by the store; none at all: skip
+      // Rows past the item's end: past Nq, clipped by the store; or, in a head's ragged first
+      // item, the next item's rows, clipped by the map of O cut at the end of that item.
+      if (q_row < w.q1) {  // none of the rows the item's: skip
+        const CUtensorMap* map = q_row + 64 > w.q1 ? tmOFirst : tmO;
 #pragma unroll
         for (int blk = 0; blk < kHeadDim / 64; ++blk) {
-          ptx::tma::store_4d(o_base + blk * kBr * 128, tmO, 64 * blk, q_row, w.head, w.batch);
+          ptx::tma::store_4d(o_base + blk * kBr * 128, map, 64 * blk, q_row, w.head, w.batch);
         }
       }
       ptx::tma::commit_group();
@@ -564,7 +591,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       float* lse = p.lse + (static_cast<int64_t>(w.batch) * p.heads_q + w.head) * sched.seqlen_q;
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        if (row0 + 8 * r < sched.seqlen_q) {
+        if (row0 + 8 * r < w.q1) {
           lse[row0 + 8 * r] = (row_max[r] * scale_log2 + log2f(row_sum[r])) * kLn2;
         }
       }
@@ -573,6 +600,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
   if (wg == 0) ptx::named_barrier_sync(my_turn, kTurnThreads);
   if (leader) ptx::tma::wait_group<0>();
+#undef FL_KEYS_OF
 }
 
 template <typename T, int kHeadDim>
@@ -581,7 +609,8 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
                      const __grid_constant__ CUtensorMap tmQ,
                      const __grid_constant__ CUtensorMap tmK,
                      const __grid_constant__ CUtensorMap tmV,
-                     const __grid_constant__ CUtensorMap tmO) {
+                     const __grid_constant__ CUtensorMap tmO,
+                     const __grid_constant__ CUtensorMap tmOFirst) {
   using C = Config<kHeadDim>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - ptx::smem_addr(smem_raw) % 1024) % 1024);
@@ -596,6 +625,7 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
     ptx::tma::prefetch_map(&tmK);
     ptx::tma::prefetch_map(&tmV);
     ptx::tma::prefetch_map(&tmO);
+    ptx::tma::prefetch_map(&tmOFirst);
     for (int s = 0; s < C::kQStages; ++s) {
       ptx::mbarrier::init(ptx::smem_addr(&bar.q_full[s]), 1);
       ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty[s]), C::kConsumers);
@@ -616,7 +646,7 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
     if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, sQ, sK, sV, bar);
   } else {
     ptx::setmaxnreg_inc<C::kConsumerRegs>();
-    consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, sQ, sK, sV, sO, bar);
+    consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, &tmOFirst, sQ, sK, sV, sO, bar);
   }
 }
 
@@ -689,8 +719,13 @@ void launch(const AttnParams& p, cudaStream_t stream) {
                                                  p.v_stride, C::kBc);
       const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.o_stride, 64);
-      attention_kernel<T, kHeadDim>
-          <<<blocks, C::kThreads, C::kSmemBytes, stream>>>(p, sched, tmQ, tmK, tmV, tmO);
+      // O cut at the end of a head's first query tile, rows [0, Nq - (Tq - 1) Br): the store of
+      // that ragged tile's rows (schedule.cuh, work_of).
+      const int64_t first_rows = p.seqlen_q - int64_t{sched.q_tiles - 1} * C::kBr;
+      const CUtensorMap tmOFirst = make_tensor_map_4d(p.o, kHeadDim, first_rows, p.heads_q,
+                                                      p.batch, p.o_stride, 64);
+      attention_kernel<T, kHeadDim><<<blocks, C::kThreads, C::kSmemBytes, stream>>>(
+          p, sched, tmQ, tmK, tmV, tmO, tmOFirst);
     });
   });
 }

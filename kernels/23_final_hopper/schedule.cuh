@@ -19,11 +19,13 @@ struct Schedule {
   bool causal;
 };
 
-// One item: where it is, and which KV tiles it visits.
+// One item (or one consumer's 64 rows of it): where it is, and which KV tiles it visits.
 struct Work {
-  int q0, head, batch;
-  int n;         // KV tiles visited: j = n - 1 down to 0
-  int n_masked;  // the first n_masked visits (tiles n - 1 .. n - n_masked) are masked
+  int q0, q1;      // its query rows [q0, q1); its Q tile is rows [q0, q0 + Br) (see work_of)
+  int head, batch;
+  int n;           // KV tiles visited: j = n - 1 down to 0
+  int n_masked;    // the first n_masked visits (tiles n - 1 .. n - n_masked) are masked
+  int first_keys;  // the keys of the first visit (tile n - 1) up to the last one a row sees
 };
 
 __host__ __device__ __forceinline__ int imin(int a, int b) {
@@ -41,6 +43,7 @@ __host__ __device__ __forceinline__ Work rows_work(int q0, int q1, int head, int
                                                    const Schedule& s) {
   Work w;
   w.q0 = q0;
+  w.q1 = q1;
   w.head = head;
   w.batch = batch;
   const int diag = s.seqlen_k - s.seqlen_q;  // row i sees keys <= i + diag (causal)
@@ -48,27 +51,34 @@ __host__ __device__ __forceinline__ Work rows_work(int q0, int q1, int head, int
   const int kv_full = s.causal ? imin(s.seqlen_k, q0 + 1 + diag) : s.seqlen_k;
   w.n = kv_end <= 0 ? 0 : (kv_end + kBc - 1) / kBc;
   w.n_masked = w.n - (kv_full <= 0 ? 0 : kv_full / kBc);
+  w.first_keys = w.n == 0 ? 0 : kv_end - (w.n - 1) * kBc;
   return w;
 }
 
 // The items in order: head after head (b H_q + h), and within a head its query tiles from the
 // last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 22's
 // order), and a causal head's longest items come first.
+//
+// The tiles are counted from a head's last row, as the causal diagonal is aligned: the k-th item
+// of a head is rows [Nq - (k + 1) Br, Nq - k Br), and where Br does not divide Nq the ragged one
+// is the head's first, rows [0, Nq - (Tq - 1) Br), whose rows see the fewest keys, not its last,
+// whose rows would see them all. Its Q tile is loaded from row 0 (TMA takes no negative row), so
+// its tile's rows past its own are the next item's, computed and not stored.
 template <int kBr, int kBc>
 __host__ __device__ __forceinline__ Work work_of(int t, const Schedule& s, int heads_q) {
-  const int q0 = (s.q_tiles - 1 - t % s.q_tiles) * kBr;
+  const int q1 = s.seqlen_q - (t % s.q_tiles) * kBr;
   const int bh = t / s.q_tiles;
-  return rows_work<kBc>(q0, imin(q0 + kBr, s.seqlen_q), bh % heads_q, bh / heads_q, s);
+  return rows_work<kBc>(q1 > kBr ? q1 - kBr : 0, q1, bh % heads_q, bh / heads_q, s);
 }
 
-// The tiles that consumer c's 64 rows of an item, [q0 + 64 c, q0 + 64 c + 64), visit: the item's
-// last n of its visits (a row sees the keys the rows above it see, and more); none when its rows
-// are past Nq (the last query tile of a head) or see no key.
+// The tiles that consumer c's 64 rows of an item, [q0 + 64 c, q0 + 64 c + 64) cut at q1, visit:
+// the item's last n of its visits (a row sees the keys the rows above it see, and more); none
+// when its rows are past the item's (the ragged first item of a head) or see no key.
 template <int kBc>
 __host__ __device__ __forceinline__ Work consumer_work(const Work& item, int c, const Schedule& s) {
   const int q0 = item.q0 + 64 * c;
-  if (q0 >= s.seqlen_q) return Work{q0, item.head, item.batch, 0, 0};
-  return rows_work<kBc>(q0, imin(q0 + 64, s.seqlen_q), item.head, item.batch, s);
+  if (q0 >= item.q1) return Work{q0, q0, item.head, item.batch, 0, 0, 0};
+  return rows_work<kBc>(q0, imin(q0 + 64, item.q1), item.head, item.batch, s);
 }
 
 // Which items a block takes. The blocks take *units* in rounds of G (G blocks), block i the i-th
