@@ -33,12 +33,18 @@
 //            8. each consumer visits only the KV tiles its own 64 rows see, at d = 64 and 256
 //               (Br is not Bc: the causal diagonal crosses tile edges inside an item); in the
 //               visits before its own it takes its turn without issuing and lets the stage go;
-//               a consumer whose rows are past Nq computes nothing. d = 64 causal 6-8% faster at
-//               N = 1024-2048, d = 256 causal 3-7% at N = 4096-8192 (runs 91-92, on the page)
+//               a consumer whose rows are past its item's computes nothing. d = 64 causal 6-8%
+//               faster at N = 1024-2048, d = 256 causal 3-7% at N = 4096-8192 (runs 91-92, on the
+//               page)
+//            9. a head's query tiles counted from its last row (schedule.cuh): the ragged tile is
+//               its first, whose rows see the fewest keys (loaded from row 0, stored through a map
+//               of O cut at its end: TMA takes no negative row); a first visit of which the rows
+//               see at most 16 keys takes a softmax of 16. d = 64 causal 3-5% faster, causal
+//               N + 1 7% slower than N instead of 11% (runs 98-101, on the page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
-//            multiple 4-14% slower (measured, runs 51 and 73: rung 16's short tiles are not here,
-//            page 23 says why); causal close to the non-causal TFLOP/s (half the FLOPs counted,
-//            half the tiles visited)
+//            multiple 2-7% slower (measured, run 101: the first visit's GEMMs stay whole, page 23
+//            says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half the
+//            tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
@@ -47,19 +53,20 @@
 //
 // Grid: min(#SMs, units) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers, units =
 // items, or causal, about half as many pairs of them (schedule.cuh); block:
-// 128 x (1 + consumers) threads. Item t is query tile Tq - 1 - t % Tq of head t / Tq = b H_q + h
-// (Tq = ceil(Nq / Br)); block i takes the items of item_of (both in schedule.cuh, tested on the
+// 128 x (1 + consumers) threads. Item t is rows [Nq - (k + 1) Br, Nq - k Br), k = t % Tq, of head
+// t / Tq = b H_q + h (Tq = ceil(Nq / Br); the first tile ragged, its Q tile from row 0); block i
+// takes the items of item_of (both in schedule.cuh, tested on the
 // CPU by tests/test_schedule23.cu). Warpgroup 0 produces; consumer c
 // (warpgroup c + 1) owns rows [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16).
 // The consumers take turns in a cycle (c hands over to c + 1, the last to 0).
 //
 // Lengths and masking (rung 16's rules). Query row i sees key k when k < Nk and, if causal,
-// k <= i + Nk - Nq. For the item's rows [q0, q1), q1 = min(q0 + Br, Nq), the keys any row sees
+// k <= i + Nk - Nq. For the item's rows [q0, q1) (work_of), the keys any row sees
 // end at kv_end = Nk, or min(Nk, q1 + Nk - Nq) when causal; the keys every row sees at kv_full =
 // Nk, or min(Nk, q0 + 1 + Nk - Nq). The item visits the n = ceil(kv_end / Bc) tiles (none when
 // kv_end <= 0), in the order j = n - 1, ..., 0; tiles j >= floor(kv_full / Bc) are masked, and
-// in that order they are the first n_masked visits. A row past Nq (zero queries) is computed like
-// the others and never stored.
+// in that order they are the first n_masked visits. A row of the item's Q tile past q1 (the next
+// item's, or past Nq: zero queries) is computed like the others and never stored.
 //
 // Shared memory (dynamic, + 1 KiB to align); tiles are [d / 64][rows][64] in the 128-byte swizzle:
 //   sQ [2][Br][d]            the queries of item q in stage q % 2 (q_full, q_empty; d = 256: one)
