@@ -1609,7 +1609,7 @@ def fig_item_assignment(out):
     22's round robin of items, under a snake of items (rung 23 before its units) and under its
     units. Arithmetic on the schedule, not a measurement."""
     src = read("kernels/23_final_hopper/schedule.cuh")
-    for needle in ("round % 2 == 0 ? block : blocks - 1 - block", "s.q_tiles - 1 - t % s.q_tiles",
+    for needle in ("round % 2 == 0 ? block : blocks - 1 - block", "s.seqlen_q - (t % s.q_tiles) * kBr",
                    "member == 0 ? r : tq - 1 - r", "head * tq + half"):
         if needle not in src:
             fail("item_assignment: kernels/23_final_hopper/schedule.cuh no longer has "
@@ -1620,9 +1620,9 @@ def fig_item_assignment(out):
     def loads_for(n, heads, br, bc):
         tq = -(-n // br)
 
-        def tiles(t):  # work_of, causal, Nq = Nk = n: the KV tiles of item t
-            q_tile = tq - 1 - t % tq
-            return -(-min(n, q_tile * br + br) // bc)
+        def tiles(t):  # work_of, causal, Nq = Nk = n: the KV tiles of item t (rows up to q1)
+            q1 = n - (t % tq) * br
+            return -(-q1 // bc)
 
         def unit_item(p, member):  # schedule.cuh's unit_item, causal
             half, odd = tq // 2, tq % 2

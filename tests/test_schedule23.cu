@@ -4,10 +4,9 @@
 // some of its rows see (none when no row sees a key or the rows are past the item's); the masked
 // visits are exactly the tiles that hide a key from some row, and the keys of the first visit are
 // counted right (a narrow visit is one of at most 16); a consumer's visits are the item's last
-// ones, and the consumers' together the item's; and
-// causal, the units (pairs of a long
-// and a short item) keep the busiest block within 5% of the mean where single items, in a round
-// robin or a snake, left it at 1.2-1.9x.
+// ones, and the consumers' together the item's; and causal, the units (pairs of a long and a short
+// item) keep the busiest block within 5% of the mean where single items, in a round robin or a
+// snake, left it at 1.2-1.9x.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -139,7 +138,7 @@ TEST(Schedule23, ItemsVisitAndMaskExactlyTheRightTiles) {
 }
 
 // A length one above a tile multiple: every item's first visit holds one key that some row sees
-// (a narrow visit: S one wgmma of N = 16, P.V one k-step). Non-causal, that is the last KV tile;
+// (a narrow visit: its mask and softmax take 16 keys). Non-causal, that is the last KV tile;
 // causal, it needs the query tiles counted from the last row, so that each item's lowest row is
 // one above a tile multiple too (counted from row 0, every item but the last would see whole
 // tiles and the last, of one row, all of them).

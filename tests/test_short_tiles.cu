@@ -188,11 +188,13 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   EXPECT_EQ(ran, 2 * 3 * 14);
 }
 
-// Rung 23's ragged last query tile among many items a block: 128 heads (GQA, 16 over 4, B = 8) of
-// three query tiles, the last of 1 row (only the first consumer has a row of it) or of 65 rows.
+// Rung 23's ragged query tile among many items a block: 128 heads (GQA, 16 over 4, B = 8) of
+// three query tiles, the ragged one (a head's first: the tiles are counted from its last row) of 1
+// row (only the first consumer has a row of it) or of 65 rows.
 // On 132 SMs each block takes 2-4 items, and 88 of the blocks a whole one and a ragged one, so the
 // rings' barrier phases must stay in step across them (the edge cases above are one or two items a
-// block); non-causal and causal (there the ragged tile is a head's longest item).
+// block); non-causal and causal (there the ragged tile is a head's shortest item, and the next
+// item's rows in its Q tile are computed and not stored).
 TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k = fl::find_kernel("23");

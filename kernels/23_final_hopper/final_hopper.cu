@@ -229,6 +229,10 @@ __device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float
   }
 }
 
+// The keys of a score array (a reference to one): Bc for rS, 16 for a narrow visit's first 8.
+template <typename Scores>
+constexpr int keys_of = 2 * static_cast<int>(std::extent_v<std::remove_reference_t<Scores>>);
+
 struct Barriers {
   uint64_t q_full[kMaxQStages], q_empty[kMaxQStages];  // Q's stages: loaded / released
   uint64_t k_full[kRingStages], k_empty[kRingStages];
@@ -311,9 +315,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
   const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
-  // The keys of a score array: Bc for rS, 16 for a narrow visit's.
-#define FL_KEYS_OF(acc) \
-  (2 * static_cast<int>(std::extent<std::remove_reference_t<decltype(acc)>>::value))
   // S = Q_g · K_jᵀ: d / 16 k-steps, four per 64-column block.
   auto issue_s = [&](int stage) {
     const uint64_t desc_k = gmma::advance(desc_k0, stage * C::tile_bytes(kBc));
@@ -337,7 +338,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // P of the keys in acc (rS, or a narrow visit's 16) into rP's first k-steps.
   auto pack_p = [&](const auto& acc) {
 #pragma unroll
-    for (int s = 0; s < FL_KEYS_OF(acc) / 16; ++s) {
+    for (int s = 0; s < keys_of<decltype(acc)> / 16; ++s) {
       rP[s][0] = pack2<T>(acc[8 * s + 0], acc[8 * s + 1]);
       rP[s][1] = pack2<T>(acc[8 * s + 2], acc[8 * s + 3]);
       rP[s][2] = pack2<T>(acc[8 * s + 4], acc[8 * s + 5]);
@@ -351,7 +352,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   auto mask = [&](auto& acc, int j) {
     const int key0 = j * kBc + 2 * quad;
 #pragma unroll
-    for (int i = 0; i < FL_KEYS_OF(acc) / 2; ++i) {
+    for (int i = 0; i < keys_of<decltype(acc)> / 2; ++i) {
       if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) acc[i] = -INFINITY;
     }
   };
@@ -480,7 +481,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     // The mask (a tile of which rows see fewer than Bc keys is masked), the softmax and P.
     auto first_softmax = [&](auto& acc) {
       if (mine.n_masked > 0) mask(acc, n - 1);
-      online_softmax<true, FL_KEYS_OF(acc)>(acc, row_max, row_sum, correction, scale_log2);
+      online_softmax<true, keys_of<decltype(acc)>>(acc, row_max, row_sum, correction, scale_log2);
       pack_p(acc);
     };
     if (narrow) {
@@ -607,7 +608,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
   if (wg == 0) ptx::named_barrier_sync(my_turn, kTurnThreads);
   if (leader) ptx::tma::wait_group<0>();
-#undef FL_KEYS_OF
 }
 
 template <typename T, int kHeadDim>

@@ -21,7 +21,7 @@ struct Schedule {
 
 // One item (or one consumer's 64 rows of it): where it is, and which KV tiles it visits.
 struct Work {
-  int q0, q1;      // its query rows [q0, q1); its Q tile is rows [q0, q0 + Br) (see work_of)
+  int q0, q1;      // its query rows [q0, q1); an item's Q tile is rows [q0, q0 + Br) (work_of)
   int head, batch;
   int n;           // KV tiles visited: j = n - 1 down to 0
   int n_masked;    // the first n_masked visits (tiles n - 1 .. n - n_masked) are masked
