@@ -41,6 +41,10 @@
 //               of O cut at its end: TMA takes no negative row); a first visit of which the rows
 //               see at most 16 keys takes a softmax of 16. d = 64 causal 3-5% faster, causal
 //               N + 1 7% slower than N instead of 11% (runs 98-101, on the page)
+//           10. an item's O is packed to T after its last P.V, and stored (stmatrix, TMA store, LSE)
+//               once the next item's first S is issued, while that S runs (d = 64, 128; at d = 256
+//               O is staged in sQ, which the next Q needs). d = 128 1-6% faster at N >= 4096, 0.6%
+//               at N = 512; d = 256 at N = 2048 5% slower (runs 108-109, on the page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple 2-7% slower (measured, run 101: the first visit's GEMMs stay whole, page 23
 //            says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half the
@@ -76,7 +80,8 @@
 //
 // Schedule of consumer c for one item: rung 22's, with tile j = n - 1 - i at step i, the mask
 // applied to S between its wait and the softmax on the first n_masked steps, and O's rescale (by
-// the correction of the step before) moved from the end of a step to between its two issues.
+// the correction of the step before) moved from the end of a step to between its two issues; the
+// item before's O is stored between the issue of step 0's S and its wait.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -400,6 +405,82 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // wgmma descriptors (a branch on wg read from threadIdx put them in per-thread registers).
   const int wg_uniform = C::kConsumerTiles ? int(__reduce_min_sync(~0u, unsigned(wg))) : wg;
 
+  // EPILOGUE, in two parts. pack_o: O / l, rounded to T, into oP (the fragments stmatrix takes);
+  // store_o: oP into the staging buffer by stmatrix, then TMA stores, and the LSE. Where O has its
+  // own buffer (d = 64, 128), store_o runs once the next item's first S is issued, while that S
+  // runs (flush, below): it reads oP, the row max and the row sum, not O, which the S's wgmma
+  // makes ptxas fence off (C7517: a wait injected before any read of O while a wgmma is in flight).
+  uint32_t oP[kHeadDim / 4];
+  auto pack_o = [&] {
+    float inv_sum[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
+      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
+      inv_sum[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;  // a row that sees no key: O = 0
+    }
+#pragma unroll
+    for (int i = 0; i < kHeadDim / 4; ++i) {
+      oP[i] = pack2<T>(rO[2 * i] * inv_sum[i % 2], rO[2 * i + 1] * inv_sum[i % 2]);
+    }
+  };
+  auto store_o = [&](const Work& w) {
+    const int row0 = w.q0 + 64 * wg + 16 * warp + group;
+    // With its own buffer: the consumer's previous store must have read it. In sQ: the consumer
+    // has finished its last S (the wait on its last P.V), and its rows of sQ are its own.
+    if (!C::kOInQ && leader) ptx::tma::wait_group_read<0>();
+    ptx::named_barrier_sync(kOwn + wg, 128);
+    // The consumer's rows 64 wg .. 64 wg + 63 of each column block of the staging tile (the
+    // layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16 rows.
+    const uint32_t o_base = ptx::smem_addr(sO) + wg * 64 * 128;
+    const int m = lane / 8;
+    const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;
+#pragma unroll
+    for (int b = 0; b < kHeadDim / 8; b += 2) {
+      const uint32_t addr = o_base + gmma::sw128_offset(r_st, 8 * (b + m / 2), kBr);
+      ptx::stmatrix_x4(addr, oP[2 * b], oP[2 * b + 1], oP[2 * b + 2], oP[2 * b + 3]);
+    }
+    ptx::fence_proxy_async_shared();
+    ptx::named_barrier_sync(kOwn + wg, 128);
+    if (leader) {
+      const int q_row = w.q0 + 64 * wg;
+      // Rows past the item's end: past Nq, clipped by the store; or, in a head's ragged first
+      // item, the next item's rows, clipped by the map of O cut at the end of that item.
+      if (q_row < w.q1) {  // none of the rows the item's: skip
+        const CUtensorMap* map = q_row + 64 > w.q1 ? tmOFirst : tmO;
+#pragma unroll
+        for (int blk = 0; blk < kHeadDim / 64; ++blk) {
+          ptx::tma::store_4d(o_base + blk * kBr * 128, map, 64 * blk, q_row, w.head, w.batch);
+        }
+      }
+      ptx::tma::commit_group();
+      if constexpr (C::kOInQ) {
+        ptx::tma::wait_group_read<0>();  // sQ is free once the store has read it
+      }
+    }
+    if constexpr (C::kOInQ) release_q();
+    if (p.lse != nullptr && quad == 0) {
+      constexpr float kLn2 = 0.69314718055994530942f;
+      float* lse = p.lse + (static_cast<int64_t>(w.batch) * p.heads_q + w.head) * sched.seqlen_q;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (row0 + 8 * r < w.q1) {
+          lse[row0 + 8 * r] = (row_max[r] * scale_log2 + log2f(row_sum[r])) * kLn2;
+        }
+      }
+    }
+  };
+  // O staged in sQ (d = 256) is stored at once: the next item's Q goes where it is staged.
+  constexpr bool kDeferEpilogue = !C::kOInQ;
+  Work pending{0, 0, 0, 0, 0, 0, 0};  // the item whose O is in oP, not stored yet: has_pending
+  bool has_pending = false;
+  auto flush = [&] {
+    if (has_pending) {
+      store_o(pending);
+      has_pending = false;
+    }
+  };
+
   // Consumer 0 goes first: the last consumer hands it its first turn.
   if (wg == kConsumers - 1) ptx::named_barrier_arrive(kTurn + 0, kTurnThreads);
 
@@ -423,6 +504,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       release_v(k);
     }
     if (mine.n == 0) {
+      flush();
       if (w.n > 0) {  // the item's last turn (P.V of tile 0), and its Q, unread
         pass_turn();
         q_stage = static_cast<int>(q_use % C::kQStages);
@@ -451,8 +533,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     for (int r = 0; r < 2; ++r) {
       limit[r] = sched.causal ? min(sched.seqlen_k, row0 + 8 * r + 1 + diag) : sched.seqlen_k;
     }
-    row_max[0] = row_max[1] = -INFINITY;
-    row_sum[0] = row_sum[1] = 0.f;
     q_stage = static_cast<int>(q_use % C::kQStages);
     desc_q = gmma::advance(desc_q0, q_stage * C::tile_bytes(kBr));
     ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full[q_stage]), parity(q_use / C::kQStages));
@@ -474,6 +554,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     issue_s(static_cast<int>(k % kStages));
     ptx::wgmma::commit_group();
     ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    flush();  // the item before's O, while this S runs
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
     ptx::wgmma::wait_group<0>();
     ptx::wgmma::fence_operands(rS);
     release_k(k);
@@ -549,62 +632,18 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     k += n;
 
     // -------------------------------------------------------------------------------------------
-    // EPILOGUE: O / l into the staging buffer by stmatrix, then TMA stores; LSE directly
+    // EPILOGUE: O / l packed now; stored (stmatrix, TMA) with the LSE while the next item's first
+    // S runs (flush, at STEP 0 above), or now where O is staged in sQ
     // -------------------------------------------------------------------------------------------
-    float inv_sum[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
-      row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-      inv_sum[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;  // a row that sees no key: O = 0
-    }
-    // With its own buffer: the consumer's previous store must have read it. In sQ: the consumer
-    // has finished its last S (wait_group 0 above), and its rows of sQ are its own.
-    if (!C::kOInQ && leader) ptx::tma::wait_group_read<0>();
-    ptx::named_barrier_sync(kOwn + wg, 128);
-    // The consumer's rows 64 wg .. 64 wg + 63 of each column block of the staging tile (the
-    // layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16 rows.
-    const uint32_t o_base = ptx::smem_addr(sO) + wg * 64 * 128;
-    const int m = lane / 8;
-    const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;
-#pragma unroll
-    for (int b = 0; b < kHeadDim / 8; b += 2) {
-      const uint32_t addr = o_base + gmma::sw128_offset(r_st, 8 * (b + m / 2), kBr);
-      ptx::stmatrix_x4(addr, pack2<T>(rO[4 * b] * inv_sum[0], rO[4 * b + 1] * inv_sum[0]),
-                       pack2<T>(rO[4 * b + 2] * inv_sum[1], rO[4 * b + 3] * inv_sum[1]),
-                       pack2<T>(rO[4 * b + 4] * inv_sum[0], rO[4 * b + 5] * inv_sum[0]),
-                       pack2<T>(rO[4 * b + 6] * inv_sum[1], rO[4 * b + 7] * inv_sum[1]));
-    }
-    ptx::fence_proxy_async_shared();
-    ptx::named_barrier_sync(kOwn + wg, 128);
-    if (leader) {
-      const int q_row = w.q0 + 64 * wg;
-      // Rows past the item's end: past Nq, clipped by the store; or, in a head's ragged first
-      // item, the next item's rows, clipped by the map of O cut at the end of that item.
-      if (q_row < w.q1) {  // none of the rows the item's: skip
-        const CUtensorMap* map = q_row + 64 > w.q1 ? tmOFirst : tmO;
-#pragma unroll
-        for (int blk = 0; blk < kHeadDim / 64; ++blk) {
-          ptx::tma::store_4d(o_base + blk * kBr * 128, map, 64 * blk, q_row, w.head, w.batch);
-        }
-      }
-      ptx::tma::commit_group();
-      if constexpr (C::kOInQ) {
-        ptx::tma::wait_group_read<0>();  // sQ is free once the store has read it
-      }
-    }
-    if constexpr (C::kOInQ) release_q();
-    if (p.lse != nullptr && quad == 0) {
-      constexpr float kLn2 = 0.69314718055994530942f;
-      float* lse = p.lse + (static_cast<int64_t>(w.batch) * p.heads_q + w.head) * sched.seqlen_q;
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        if (row0 + 8 * r < w.q1) {
-          lse[row0 + 8 * r] = (row_max[r] * scale_log2 + log2f(row_sum[r])) * kLn2;
-        }
-      }
+    pack_o();
+    if constexpr (kDeferEpilogue) {
+      pending = w;
+      has_pending = true;
+    } else {
+      store_o(w);
     }
   }
+  flush();
   // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
   if (wg == 0) ptx::named_barrier_sync(my_turn, kTurnThreads);
   if (leader) ptx::tma::wait_group<0>();
