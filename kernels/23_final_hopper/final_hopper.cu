@@ -44,7 +44,7 @@
 //           10. an item's O is packed to T after its last P.V, and stored (stmatrix, TMA store, LSE)
 //               once the next item's first S is issued, while that S runs (d = 64, 128; at d = 256
 //               O is staged in sQ, which the next Q needs). d = 128 1-6% faster at N >= 4096, 0.6%
-//               at N = 512; d = 256 at N = 2048 5% slower (runs 108-109, on the page)
+//               at N = 512; d = 256 at N = 2048 4-5% slower (runs 108-112, on the page)
 // expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
 //            multiple 2-7% slower (measured, run 101: the first visit's GEMMs stay whole, page 23
 //            says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half the
