@@ -45,10 +45,10 @@
 //               once the next item's first S is issued, while that S runs (d = 64, 128; at d = 256
 //               O is staged in sQ, which the next Q needs). d = 128 1-6% faster at N >= 4096, 0.6%
 //               at N = 512; d = 256 at N = 2048 4-5% slower (runs 108-112, on the page)
-// expect:    rung 22's TFLOP/s at d = 128 for multiples of the tile; a length one above a tile
-//            multiple 2-7% slower (measured, run 101: the first visit's GEMMs stay whole, page 23
-//            says why); causal close to the non-causal TFLOP/s (half the FLOPs counted, half the
-//            tiles visited)
+// expect:    at d = 128, 4-7% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
+//            (run 110); a length one above a tile multiple 3-7% slower (measured, run 111: the
+//            first visit's GEMMs stay whole, page 23 says why); causal close to the non-causal
+//            TFLOP/s (half the FLOPs counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
