@@ -45,10 +45,13 @@
 //               once the next item's first S is issued, while that S runs (d = 64, 128; at d = 256
 //               O is staged in sQ, which the next Q needs). d = 128 1-6% faster at N >= 4096, 0.6%
 //               at N = 512; d = 256 at N = 2048 4-5% slower (runs 108-112, on the page)
-// expect:    at d = 128, 4-7% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
-//            (run 110); a length one above a tile multiple 3-7% slower (measured, run 111: the
-//            first visit's GEMMs stay whole, page 23 says why); causal close to the non-causal
-//            TFLOP/s (half the FLOPs counted, half the tiles visited)
+//           11. an item's row sums summed across the quad and inverted while its last P.V runs,
+//               not after it (sum_rows): 2% faster at d = 128, N = 512 and 1024, within 1%
+//               elsewhere (a trace of timestamps found it; runs 119-127, on the page)
+// expect:    at d = 128, 4-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
+//            (run 128); a length one above a tile multiple 3-9% slower (measured, runs 111 and
+//            128: the first visit's GEMMs stay whole, page 23 says why); causal close to the
+//            non-causal TFLOP/s (half the FLOPs counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
@@ -411,14 +414,18 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // runs (flush, below): it reads oP, the row max and the row sum, not O, which the S's wgmma
   // makes ptxas fence off (C7517: a wait injected before any read of O while a wgmma is in flight).
   uint32_t oP[kHeadDim / 4];
-  auto pack_o = [&] {
-    float inv_sum[2];
+  // The row sums, whole once the item's last softmax is done: summed across the quad and
+  // inverted while the last P.V runs (sum_rows), so that after it only the scaling is left.
+  float inv_sum[2];
+  auto sum_rows = [&] {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
       inv_sum[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;  // a row that sees no key: O = 0
     }
+  };
+  auto pack_o = [&] {
 #pragma unroll
     for (int i = 0; i < kHeadDim / 4; ++i) {
       oP[i] = pack2<T>(rO[2 * i] * inv_sum[i % 2], rO[2 * i + 1] * inv_sum[i % 2]);
@@ -625,6 +632,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     issue_pv(static_cast<int>(k_last % kStages), n > 1);
     ptx::wgmma::commit_group();
     ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    sum_rows();  // while this P.V runs
     ptx::wgmma::wait_group<0>();
     ptx::wgmma::fence_operands(rO);
     fence_p();
