@@ -41,10 +41,11 @@
 //               of O cut at its end: TMA takes no negative row); a first visit of which the rows
 //               see at most 16 keys takes a softmax of 16. d = 64 causal 3-5% faster, causal
 //               N + 1 7% slower than N instead of 11% (runs 98-101, on the page)
-//           10. an item's O is packed to T after its last P.V, and stored (stmatrix, TMA store, LSE)
-//               once the next item's first S is issued, while that S runs (d = 64, 128; at d = 256
-//               O is staged in sQ, which the next Q needs). d = 128 1-6% faster at N >= 4096, 0.6%
-//               at N = 512; d = 256 at N = 2048 4-5% slower (runs 108-112, on the page)
+//           10. an item's O is packed to T after its last P.V, and stored (stmatrix, TMA store,
+//               LSE) once the next item's first S is issued, while that S runs (d = 64, 128; at
+//               d = 256 O is staged in sQ, which the next Q needs). d = 128 1-6% faster at
+//               N >= 4096, 0.6% at N = 512; d = 256 at N = 2048 4-5% slower (runs 108-112, on the
+//               page)
 //           11. an item's row sums summed across the quad and inverted while its last P.V runs,
 //               not after it (sum_rows): 2% faster at d = 128, N = 512 and 1024, within 1%
 //               elsewhere (a trace of timestamps found it; runs 119-127, on the page)
@@ -408,14 +409,15 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // wgmma descriptors (a branch on wg read from threadIdx put them in per-thread registers).
   const int wg_uniform = C::kConsumerTiles ? int(__reduce_min_sync(~0u, unsigned(wg))) : wg;
 
-  // EPILOGUE, in two parts. pack_o: O / l, rounded to T, into oP (the fragments stmatrix takes);
-  // store_o: oP into the staging buffer by stmatrix, then TMA stores, and the LSE. Where O has its
+  // EPILOGUE, in three parts. sum_rows: l summed across the quad and inverted, while the item's
+  // last P.V runs; pack_o: O / l, rounded to T, into oP (the fragments stmatrix takes); store_o:
+  // oP into the staging buffer by stmatrix, then TMA stores, and the LSE. Where O has its
   // own buffer (d = 64, 128), store_o runs once the next item's first S is issued, while that S
   // runs (flush, below): it reads oP, the row max and the row sum, not O, which the S's wgmma
   // makes ptxas fence off (C7517: a wait injected before any read of O while a wgmma is in flight).
   uint32_t oP[kHeadDim / 4];
-  // The row sums, whole once the item's last softmax is done: summed across the quad and
-  // inverted while the last P.V runs (sum_rows), so that after it only the scaling is left.
+  // The row sums are whole once the item's last softmax is done: summed and inverted then, not
+  // after the last P.V, where the tensor cores would wait on them (page 23, "An item's end").
   float inv_sum[2];
   auto sum_rows = [&] {
 #pragma unroll
