@@ -8,6 +8,7 @@
 // issued asynchronously and waited for later (WARPGROUP.ARRIVE before, WARPGROUP.DEPBAR after).
 // QGMMA is the same for fp8 inputs (rung 24) and counts as a wgmma here. A Hopper rung whose
 // GEMM compiled to HMMA would be rung 16 on a new page: this test says so without a GPU.
+// A second test counts rung 23's HGMMA of N = 16: its narrow first visit's S, compiled.
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -26,6 +27,8 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "build_reports.h"
 #include "common/registry.h"
@@ -63,15 +66,17 @@ std::string quoted(const std::string& s) {  // for sh: 'it'\''s'
 }
 
 struct Counts {
-  int gmma = 0;  // HGMMA (fp16/bf16) or QGMMA (fp8): wgmma.mma_async
-  int hmma = 0;  // mma.sync
+  int gmma = 0;         // HGMMA (fp16/bf16) or QGMMA (fp8): wgmma.mma_async
+  int hmma = 0;         // mma.sync
+  std::map<int, int> n; // HGMMA.64xNx16 by N
 };
 
 // Function name -> counts, from `cuobjdump -sass` output. An instruction line looks like
 //   /*0270*/   @P0 HGMMA.64x8x16.F32 R24, gdesc[UR12], R24, UP0, gsb0 ;  /* 0x... */
 std::map<std::string, Counts> count_sass(const std::string& sass) {
   static const std::regex func(R"(^\s*Function\s*:\s*(\S+))");
-  static const std::regex instr(R"(^\s*/\*[0-9a-fA-F]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P\w+\s+)?([A-Z0-9_]+))");
+  static const std::regex instr(
+      R"(^\s*/\*[0-9a-fA-F]{4,}\*/\s+(?:\{\s*)?(?:@!?U?P\w+\s+)?([A-Z0-9_]+)(?:\.64x(\d+)x)?)");
   std::map<std::string, Counts> out;
   Counts* current = nullptr;
   std::istringstream in(sass);
@@ -83,8 +88,35 @@ std::map<std::string, Counts> count_sass(const std::string& sass) {
     } else if (current && std::regex_search(line, m, instr)) {
       const std::string op = m[1];
       if (op == "HGMMA" || op == "QGMMA") ++current->gmma;
+      if (op == "HGMMA" && m[2].matched) ++current->n[std::stoi(m[2])];
       if (op == "HMMA") ++current->hmma;
     }
+  }
+  return out;
+}
+
+// `cuobjdump -sass` of every object of rung k, one string per object; "" in *skip when it ran,
+// else why the test cannot (cuobjdump not found). cuobjdump may call nvdisasm: the one CMake found
+// goes first on PATH.
+std::vector<std::pair<fs::path, std::string>> sass_of(const fl::KernelInfo& k, std::string* skip) {
+  std::vector<std::pair<fs::path, std::string>> out;
+  const char* env = std::getenv("FL_CUOBJDUMP");
+  const std::string cuobjdump = env && *env ? env : FL_CUOBJDUMP;
+  if (cuobjdump.empty() || !fs::exists(cuobjdump)) {
+    *skip = "cuobjdump not found (" + (cuobjdump.empty() ? std::string("none") : cuobjdump) +
+            "): install it with `python3 -m pip install nvidia-cuda-cuobjdump "
+            "nvidia-cuda-nvdisasm` and configure again, or set FL_CUOBJDUMP";
+    return out;
+  }
+  skip->clear();
+  std::string path_prefix;
+  if (std::string(FL_NVDISASM).size() > 0)
+    path_prefix = "PATH=" + quoted(fs::path(FL_NVDISASM).parent_path().string()) + ":\"$PATH\" ";
+  for (const auto& obj : fl_test::rung_files(k, ".o")) {
+    int status = 0;
+    std::string sass = run(path_prefix + quoted(cuobjdump) + " -sass " + quoted(obj.string()), &status);
+    EXPECT_EQ(status, 0) << "cuobjdump -sass " << obj << " failed:\n" << sass;
+    out.emplace_back(obj, std::move(sass));
   }
   return out;
 }
@@ -92,28 +124,15 @@ std::map<std::string, Counts> count_sass(const std::string& sass) {
 TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
   const auto rungs = fl_test::hopper_rungs();
   if (rungs.empty()) GTEST_SKIP() << fl_test::why_no_hopper_rung();
-  const char* env = std::getenv("FL_CUOBJDUMP");
-  const std::string cuobjdump = env && *env ? env : FL_CUOBJDUMP;
-  if (cuobjdump.empty() || !fs::exists(cuobjdump))
-    GTEST_SKIP() << "cuobjdump not found (" << (cuobjdump.empty() ? "none" : cuobjdump)
-                 << "): install it with `python3 -m pip install nvidia-cuda-cuobjdump "
-                    "nvidia-cuda-nvdisasm` and configure again, or set FL_CUOBJDUMP";
-  // cuobjdump may call nvdisasm: put the one CMake found first on PATH.
-  std::string path_prefix;
-  if (std::string(FL_NVDISASM).size() > 0)
-    path_prefix = "PATH=" + quoted(fs::path(FL_NVDISASM).parent_path().string()) + ":\"$PATH\" ";
-
   for (const fl::KernelInfo* k : rungs) {
-    const auto objects = fl_test::rung_files(*k, ".o");
+    std::string skip;
+    const auto objects = sass_of(*k, &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
     EXPECT_FALSE(objects.empty())
         << k->name() << ": no object file under " << fl_test::object_dirs_text(*k);
     int kernels = 0;
     std::string seen;
-    for (const auto& obj : objects) {
-      int status = 0;
-      const std::string sass =
-          run(path_prefix + quoted(cuobjdump) + " -sass " + quoted(obj.string()), &status);
-      ASSERT_EQ(status, 0) << "cuobjdump -sass " << obj << " failed:\n" << sass;
+    for (const auto& [obj, sass] : objects) {
       for (const auto& [name, c] : count_sass(sass)) {
         seen += "    " + demangle(name) + "\n";
         if (name.find("attention") == std::string::npos) continue;
@@ -130,6 +149,36 @@ TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
                           << "objects; cuobjdump showed:\n"
                           << (seen.empty() ? std::string("    (no function)\n") : seen);
   }
+}
+
+// Rung 23's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one
+// above a tile multiple) issues its S as one wgmma of N = 16 a k-step, d / 16 of them, in each of
+// the six instantiations (fp16, bf16; d = 64, 128, 256); a whole visit's S has N = Bc (page 23,
+// "The narrow first visit's GEMMs again"). With the narrow path gone or folded into the whole one,
+// the count is 0.
+TEST(HopperSass, Rung23NarrowFirstVisitIsAWgmmaOfSixteenKeys) {
+  const fl::KernelInfo* k23 = nullptr;
+  for (const fl::KernelInfo* k : fl_test::hopper_rungs())
+    if (k->number == 23) k23 = k;
+  if (k23 == nullptr) GTEST_SKIP() << "rung 23 is not in this build: " << fl_test::why_no_hopper_rung();
+  std::string skip;
+  const auto objects = sass_of(*k23, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  static const std::regex head_dim(R"(attention_kernel<[^,<>]+, (\d+)>)");
+  int kernels = 0;
+  for (const auto& [obj, sass] : objects) {
+    for (const auto& [name, c] : count_sass(sass)) {
+      const std::string pretty = demangle(name);
+      std::smatch m;
+      if (!std::regex_search(pretty, m, head_dim)) continue;
+      ++kernels;
+      const int d = std::stoi(m[1]);
+      const auto it = c.n.find(16);
+      EXPECT_EQ(it == c.n.end() ? 0 : it->second, d / 16)
+          << pretty << ": HGMMA.64x16x16, the narrow first visit's S (" << obj << ")";
+    }
+  }
+  EXPECT_EQ(kernels, 6) << "rung 23's attention_kernel instantiations (fp16, bf16 x d = 64, 128, 256)";
 }
 
 }  // namespace

@@ -39,8 +39,8 @@
 //            9. a head's query tiles counted from its last row (schedule.cuh): the ragged tile is
 //               its first, whose rows see the fewest keys (loaded from row 0, stored through a map
 //               of O cut at its end: TMA takes no negative row); a first visit of which the rows
-//               see at most 16 keys takes a softmax of 16. d = 64 causal 3-5% faster, causal
-//               N + 1 7% slower than N instead of 11% (runs 98-101, on the page)
+//               see at most 16 keys takes a softmax of 16 (and GEMMs of 16: 12). d = 64 causal
+//               3-5% faster, causal N + 1 7% slower than N instead of 11% (runs 98-101, on the page)
 //           10. an item's O is packed to T after its last P.V, and stored (stmatrix, TMA store,
 //               LSE) once the next item's first S is issued, while that S runs (d = 64, 128; at
 //               d = 256 O is staged in sQ, which the next Q needs). d = 128 1-6% faster at
@@ -49,10 +49,15 @@
 //           11. an item's row sums summed across the quad and inverted while its last P.V runs,
 //               not after it (sum_rows): 2% faster at d = 128, N = 512 and 1024, within 1%
 //               elsewhere (a trace of timestamps found it; runs 119-127, on the page)
-// expect:    at d = 128, 4-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
-//            (run 128); a length one above a tile multiple 3-9% slower (measured, runs 111 and
-//            128: the first visit's GEMMs stay whole, page 23 says why); causal close to the
-//            non-causal TFLOP/s (half the FLOPs counted, half the tiles visited)
+//           12. a narrow first visit's GEMMs narrowed too (S one wgmma of N = 16, P.V one k-step),
+//               the item's steps compiled apart for it, and Q's descriptor built from the
+//               warpgroup index through redux.sync (uniform registers): N + 1 0-4% faster against
+//               N, d = 256 0.996-1.04x, d = 128's whole items 0.99-1.02x, d = 64 1-2% slower
+//               (runs 131-137, on the page)
+// expect:    at d = 128, 6-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
+//            (run 138); a length one above a tile multiple 0-8% slower (measured, runs 132-133:
+//            a query tile of one row a head, computed whole, page 23 says why); causal close to
+//            the non-causal TFLOP/s (half the FLOPs counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
@@ -318,28 +323,34 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   float row_max[2], row_sum[2];
   float correction[2] = {1.f, 1.f};
 
-  const uint64_t desc_q0 = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
+  // Q's descriptor from the warpgroup index read through redux.sync, whose result ptxas keeps in
+  // a uniform register (wg_uniform, below, does the same): taken from threadIdx, the descriptor
+  // sat in per-thread registers, moved to uniform ones (R2UR) at every k-step of S.
+  const uint64_t desc_q0 =
+      gmma::kmajor_sw128(ptx::smem_addr(sQ) + int(__reduce_min_sync(~0u, unsigned(wg))) * 64 * 128);
   uint64_t desc_q = desc_q0;  // the item's Q stage
   int q_stage = 0;
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
   const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
-  // S = Q_g · K_jᵀ: d / 16 k-steps, four per 64-column block.
-  auto issue_s = [&](int stage) {
+  // S = Q_g · K_jᵀ of the tile's first keys_of<acc> keys (Bc into rS, or a narrow first visit's
+  // 16): d / 16 k-steps, four per 64-column block.
+  auto issue_s = [&](auto& acc, int stage) {
     const uint64_t desc_k = gmma::advance(desc_k0, stage * C::tile_bytes(kBc));
 #pragma unroll
     for (int s = 0; s < kHeadDim / 16; ++s) {
-      ptx::wgmma::Wgmma<T, kBc>::template ss<0>(
-          rS, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
+      ptx::wgmma::Wgmma<T, keys_of<decltype(acc)>>::template ss<0>(
+          acc, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
           gmma::advance(desc_k, (s / 4) * kBc * 128 + (s % 4) * 32), s > 0);
     }
   };
-  // O += P · V: Bc / 16 k-steps of 16 keys, one wgmma of N = d each (the descriptor's leading
-  // byte offset, Bc x 128 bytes, steps across V's column blocks).
-  auto issue_pv = [&](int stage, bool accumulate) {
+  // O += P · V over the tile's first `keys` keys (Bc, or a narrow first visit's 16): keys / 16
+  // k-steps of 16 keys, one wgmma of N = d each (the descriptor's leading byte offset, Bc x 128
+  // bytes, steps across V's column blocks).
+  auto issue_pv = [&](int stage, bool accumulate, auto keys) {
     const uint64_t desc_v = gmma::advance(desc_v0, stage * C::tile_bytes(kBc));
 #pragma unroll
-    for (int s = 0; s < kBc / 16; ++s) {
+    for (int s = 0; s < decltype(keys)::value / 16; ++s) {
       ptx::wgmma::Wgmma<T, kHeadDim>::template rs<1>(rO, rP[s], gmma::advance(desc_v, s * 16 * 128),
                                                      s > 0 || accumulate);
     }
@@ -394,6 +405,10 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       rescale_o<kHeadDim>(rO, correction);
     }
   };
+  // The widths of a visit's GEMMs: a whole tile, or a narrow first visit's 16 keys.
+  constexpr int kNarrowKeys = 16;
+  constexpr std::integral_constant<int, kBc> kWide{};
+  constexpr std::integral_constant<int, kNarrowKeys> kNarrow{};
   auto fence_p = [&] {
 #pragma unroll
     for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
@@ -548,110 +563,137 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ++q_use;
     const int n = mine.n;
     // A narrow first visit: the rows see at most 16 keys of tile n - 1 (a length one above a
-    // tile multiple, the tiles counted from the last row). Its mask and softmax take those 16 (the
-    // first 8 scores of rS, keys 0 .. 15 in the layout of any N) and its P's other k-steps are
-    // zero; its GEMMs stay whole (narrowed too, they slowed whole items: page 23).
-    constexpr int kNarrowKeys = 16;
+    // tile multiple, the tiles counted from the last row). Its S is one wgmma of N = 16 a k-step,
+    // into an array of its own, its mask and softmax take those 16 keys, and its P.V (at step 1)
+    // is one k-step. The item's steps are compiled twice (`item`): for a narrow first visit and
+    // for a whole one. A wgmma in a branch must have its whole life there (fence, issue, commit,
+    // wait), or ptxas serializes every wgmma of the kernel (C7514, C7515); with both lives in one
+    // body, the whole items' plain loop took 541 instructions instead of 509 at d = 128 (page 23).
     const bool narrow = mine.first_keys <= kNarrowKeys;
 
-    // -------------------------------------------------------------------------------------------
-    // STEP 0: S of tile n - 1 alone
-    // -------------------------------------------------------------------------------------------
-    wait_k(k);
-    ptx::named_barrier_sync(my_turn, kTurnThreads);
-    ptx::wgmma::fence();
-    issue_s(static_cast<int>(k % kStages));
-    ptx::wgmma::commit_group();
-    ptx::named_barrier_arrive(other_turn, kTurnThreads);
-    flush();  // the item before's O, while this S runs
-    row_max[0] = row_max[1] = -INFINITY;
-    row_sum[0] = row_sum[1] = 0.f;
-    ptx::wgmma::wait_group<0>();
-    ptx::wgmma::fence_operands(rS);
-    release_k(k);
-    if (n == 1 && !C::kOInQ) release_q();
-    // The mask (a tile of which rows see fewer than Bc keys is masked), the softmax and P.
-    auto first_softmax = [&](auto& acc) {
-      if (mine.n_masked > 0) mask(acc, n - 1);
-      online_softmax<true, keys_of<decltype(acc)>>(acc, row_max, row_sum, correction, scale_log2);
-      pack_p(acc);
-    };
-    if (narrow) {
-      first_softmax(reinterpret_cast<float(&)[kNarrowKeys / 2]>(rS));
+    auto item = [&](auto narrow_c) {
+      // -------------------------------------------------------------------------------------------
+      // STEP 0: S of tile n - 1 alone (a narrow visit's into 8 scores of its own), the mask (a
+      // tile of which rows see fewer than Bc keys is masked; a narrow one always is), softmax, P.
+      // The two branches are one code written twice: moved into one lambda called from both,
+      // the build ran 3-6% slower at d = 128, N >= 2048 (run 137: ptxas's schedule, not the work)
+      // -------------------------------------------------------------------------------------------
+      wait_k(k);
+      ptx::named_barrier_sync(my_turn, kTurnThreads);
+      if constexpr (decltype(narrow_c)::value) {
+        float rS_narrow[kNarrowKeys / 2];
+        ptx::wgmma::fence();
+        issue_s(rS_narrow, static_cast<int>(k % kStages));
+        ptx::wgmma::commit_group();
+        ptx::named_barrier_arrive(other_turn, kTurnThreads);
+        flush();  // the item before's O, while this S runs
+        row_max[0] = row_max[1] = -INFINITY;
+        row_sum[0] = row_sum[1] = 0.f;
+        ptx::wgmma::wait_group<0>();
+        ptx::wgmma::fence_operands(rS_narrow);
+        release_k(k);
+        if (n == 1 && !C::kOInQ) release_q();
+        mask(rS_narrow, n - 1);
+        online_softmax<true, kNarrowKeys>(rS_narrow, row_max, row_sum, correction, scale_log2);
+        pack_p(rS_narrow);
 #pragma unroll
-      for (int s = kNarrowKeys / 16; s < kBc / 16; ++s) {  // P of the keys past the 16: none
-        rP[s][0] = rP[s][1] = rP[s][2] = rP[s][3] = 0u;
+        for (int s = kNarrowKeys / 16; s < kBc / 16; ++s) {  // P past the 16 keys: none (an
+          rP[s][0] = rP[s][1] = rP[s][2] = rP[s][3] = 0u;    // item of one visit reads it, STEP n)
+        }
+      } else {
+        ptx::wgmma::fence();
+        issue_s(rS, static_cast<int>(k % kStages));
+        ptx::wgmma::commit_group();
+        ptx::named_barrier_arrive(other_turn, kTurnThreads);
+        flush();  // the item before's O, while this S runs
+        row_max[0] = row_max[1] = -INFINITY;
+        row_sum[0] = row_sum[1] = 0.f;
+        ptx::wgmma::wait_group<0>();
+        ptx::wgmma::fence_operands(rS);
+        release_k(k);
+        if (n == 1 && !C::kOInQ) release_q();
+        if (mine.n_masked > 0) mask(rS, n - 1);
+        online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
+        pack_p(rS);
       }
-    } else {
-      first_softmax(rS);
-    }
-    correction[0] = correction[1] = 1.f;  // O holds nothing yet
+      correction[0] = correction[1] = 1.f;  // O holds nothing yet
 
-    // -------------------------------------------------------------------------------------------
-    // MAIN LOOP, steps 1 .. n-1: S of tile n - 1 - i, then P·V of the tile before
-    // -------------------------------------------------------------------------------------------
-    // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
-    // come first (the tiles are visited last to first) and run in a loop of their own, so that
-    // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
-    auto step = [&](int i, auto masked) {
-      const uint32_t ki = k + i;
-      wait_k(ki);
-      wait_v(ki - 1);
+      // -------------------------------------------------------------------------------------------
+      // MAIN LOOP, steps 1 .. n-1: S of tile n - 1 - i, then P·V of the tile before
+      // -------------------------------------------------------------------------------------------
+      // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
+      // come first (the tiles are visited last to first) and run in a loop of their own, so that
+      // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
+      auto step = [&](int i, auto masked) {
+        const uint32_t ki = k + i;
+        wait_k(ki);
+        wait_v(ki - 1);
+        ptx::named_barrier_sync(my_turn, kTurnThreads);
+        ptx::wgmma::fence();
+        issue_s(rS, static_cast<int>(ki % kStages));
+        ptx::wgmma::commit_group();
+        rescale_if_moved();  // O is no wgmma's while S runs: P·V of the tile before waited for
+        // the rescale's writes of O, fenced before the wgmma that reads them. A narrow first
+        // visit's P.V (step 1, then a masked step) is one k-step.
+        if (decltype(narrow_c)::value && decltype(masked)::value && i == 1) {
+          ptx::wgmma::fence();
+          issue_pv(static_cast<int>((ki - 1) % kStages), false, kNarrow);
+          ptx::wgmma::commit_group();
+        } else {
+          ptx::wgmma::fence();
+          issue_pv(static_cast<int>((ki - 1) % kStages), i > 1, kWide);
+          ptx::wgmma::commit_group();
+        }
+        ptx::named_barrier_arrive(other_turn, kTurnThreads);
+        ptx::wgmma::wait_group<1>();
+        ptx::wgmma::fence_operands(rS);
+        release_k(ki);
+        if (i == n - 1 && !C::kOInQ) release_q();  // the item's last S
+        if constexpr (decltype(masked)::value) mask(rS, n - 1 - i);
+        online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
+        wait_pv_after(row_sum);
+        ptx::wgmma::fence_operands(rO);
+        fence_p();
+        release_v(ki - 1);
+        pack_p(rS);
+      };
+      // A narrow visit's P.V is at step 1, which is then taken in the masked loop.
+      const int masked_end = min(max(mine.n_masked, decltype(narrow_c)::value ? 2 : 1), n);
+      int i = 1;
+      for (; i < masked_end; ++i) step(i, std::true_type{});
+      for (; i < n; ++i) step(i, std::false_type{});
+
+      // -------------------------------------------------------------------------------------------
+      // STEP n: P·V of tile 0 alone
+      // -------------------------------------------------------------------------------------------
+      const uint32_t k_last = k + n - 1;
+      rescale_if_moved();
+      wait_v(k_last);
       ptx::named_barrier_sync(my_turn, kTurnThreads);
       ptx::wgmma::fence();
-      issue_s(static_cast<int>(ki % kStages));
-      ptx::wgmma::commit_group();
-      rescale_if_moved();      // O is no wgmma's while S runs: P·V of the tile before waited for
-      ptx::wgmma::fence();     // the rescale's writes of O, before the wgmma that reads them
-      issue_pv(static_cast<int>((ki - 1) % kStages), i > 1);
+      issue_pv(static_cast<int>(k_last % kStages), n > 1, kWide);  // narrow or not (zeros in P)
       ptx::wgmma::commit_group();
       ptx::named_barrier_arrive(other_turn, kTurnThreads);
-      ptx::wgmma::wait_group<1>();
-      ptx::wgmma::fence_operands(rS);
-      release_k(ki);
-      if (i == n - 1 && !C::kOInQ) release_q();  // the item's last S
-      if constexpr (decltype(masked)::value) mask(rS, n - 1 - i);
-      online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
-      wait_pv_after(row_sum);
+      sum_rows();  // while this P.V runs
+      ptx::wgmma::wait_group<0>();
       ptx::wgmma::fence_operands(rO);
       fence_p();
-      release_v(ki - 1);
-      pack_p(rS);
+      release_v(k_last);
+      k += n;
+
+      // -------------------------------------------------------------------------------------------
+      // EPILOGUE: O / l packed now; stored (stmatrix, TMA) with the LSE while the next item's first
+      // S runs (flush, at STEP 0 above), or now where O is staged in sQ
+      // -------------------------------------------------------------------------------------------
+      pack_o();
+      if constexpr (kDeferEpilogue) {
+        pending = w;
+        has_pending = true;
+      } else {
+        store_o(w);
+      }
     };
-    const int masked_end = min(mine.n_masked, n);
-    int i = 1;
-    for (; i < masked_end; ++i) step(i, std::true_type{});
-    for (; i < n; ++i) step(i, std::false_type{});
-
-    // -------------------------------------------------------------------------------------------
-    // STEP n: P·V of tile 0 alone
-    // -------------------------------------------------------------------------------------------
-    const uint32_t k_last = k + n - 1;
-    rescale_if_moved();
-    wait_v(k_last);
-    ptx::named_barrier_sync(my_turn, kTurnThreads);
-    ptx::wgmma::fence();
-    issue_pv(static_cast<int>(k_last % kStages), n > 1);
-    ptx::wgmma::commit_group();
-    ptx::named_barrier_arrive(other_turn, kTurnThreads);
-    sum_rows();  // while this P.V runs
-    ptx::wgmma::wait_group<0>();
-    ptx::wgmma::fence_operands(rO);
-    fence_p();
-    release_v(k_last);
-    k += n;
-
-    // -------------------------------------------------------------------------------------------
-    // EPILOGUE: O / l packed now; stored (stmatrix, TMA) with the LSE while the next item's first
-    // S runs (flush, at STEP 0 above), or now where O is staged in sQ
-    // -------------------------------------------------------------------------------------------
-    pack_o();
-    if constexpr (kDeferEpilogue) {
-      pending = w;
-      has_pending = true;
-    } else {
-      store_o(w);
-    }
+    if (narrow) item(std::true_type{}); else item(std::false_type{});  // one of two compilations
   }
   flush();
   // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
