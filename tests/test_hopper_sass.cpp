@@ -114,7 +114,8 @@ std::vector<std::pair<fs::path, std::string>> sass_of(const fl::KernelInfo& k, s
     path_prefix = "PATH=" + quoted(fs::path(FL_NVDISASM).parent_path().string()) + ":\"$PATH\" ";
   for (const auto& obj : fl_test::rung_files(k, ".o")) {
     int status = 0;
-    std::string sass = run(path_prefix + quoted(cuobjdump) + " -sass " + quoted(obj.string()), &status);
+    std::string sass =
+        run(path_prefix + quoted(cuobjdump) + " -sass " + quoted(obj.string()), &status);
     EXPECT_EQ(status, 0) << "cuobjdump -sass " << obj << " failed:\n" << sass;
     out.emplace_back(obj, std::move(sass));
   }
@@ -160,7 +161,8 @@ TEST(HopperSass, Rung23NarrowFirstVisitIsAWgmmaOfSixteenKeys) {
   const fl::KernelInfo* k23 = nullptr;
   for (const fl::KernelInfo* k : fl_test::hopper_rungs())
     if (k->number == 23) k23 = k;
-  if (k23 == nullptr) GTEST_SKIP() << "rung 23 is not in this build: " << fl_test::why_no_hopper_rung();
+  if (k23 == nullptr)
+    GTEST_SKIP() << "rung 23 is not in this build: " << fl_test::why_no_hopper_rung();
   std::string skip;
   const auto objects = sass_of(*k23, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
@@ -178,7 +180,8 @@ TEST(HopperSass, Rung23NarrowFirstVisitIsAWgmmaOfSixteenKeys) {
           << pretty << ": HGMMA.64x16x16, the narrow first visit's S (" << obj << ")";
     }
   }
-  EXPECT_EQ(kernels, 6) << "rung 23's attention_kernel instantiations (fp16, bf16 x d = 64, 128, 256)";
+  EXPECT_EQ(kernels, 6)
+      << "rung 23's attention_kernel instantiations (fp16, bf16 x d = 64, 128, 256)";
 }
 
 }  // namespace

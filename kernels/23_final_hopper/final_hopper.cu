@@ -39,8 +39,9 @@
 //            9. a head's query tiles counted from its last row (schedule.cuh): the ragged tile is
 //               its first, whose rows see the fewest keys (loaded from row 0, stored through a map
 //               of O cut at its end: TMA takes no negative row); a first visit of which the rows
-//               see at most 16 keys takes a softmax of 16 (and GEMMs of 16: 12). d = 64 causal
-//               3-5% faster, causal N + 1 7% slower than N instead of 11% (runs 98-101, on the page)
+//               see at most 16 keys takes a softmax of 16 (and GEMMs of 16: 12). d = 64
+//               causal 3-5% faster, causal N + 1 7% slower than N instead of 11% (runs 98-101,
+//               on the page)
 //           10. an item's O is packed to T after its last P.V, and stored (stmatrix, TMA store,
 //               LSE) once the next item's first S is issued, while that S runs (d = 64, 128; at
 //               d = 256 O is staged in sQ, which the next Q needs). d = 128 1-6% faster at
