@@ -244,7 +244,7 @@ __device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float
   }
 }
 
-// The keys of a score array (a reference to one): Bc for rS, 16 for a narrow visit's first 8.
+// The keys of a score array (a reference to one): Bc for rS, 16 for a narrow visit's 8 scores.
 template <typename Scores>
 constexpr int keys_of = 2 * static_cast<int>(std::extent_v<std::remove_reference_t<Scores>>);
 
@@ -324,11 +324,12 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   float row_max[2], row_sum[2];
   float correction[2] = {1.f, 1.f};
 
-  // Q's descriptor from the warpgroup index read through redux.sync, whose result ptxas keeps in
-  // a uniform register (wg_uniform, below, does the same): taken from threadIdx, the descriptor
-  // sat in per-thread registers, moved to uniform ones (R2UR) at every k-step of S.
-  const uint64_t desc_q0 =
-      gmma::kmajor_sw128(ptx::smem_addr(sQ) + int(__reduce_min_sync(~0u, unsigned(wg))) * 64 * 128);
+  // The warpgroup index through redux.sync, whose result ptxas keeps in a uniform register: what
+  // depends on it stays uniform. Q's descriptor, built from wg read from threadIdx, sat in
+  // per-thread registers and was moved to uniform ones (R2UR) at every k-step of S; a branch on
+  // such an index (the consumer's tiles, below) put the ring's stage there too.
+  const int wg_uniform = int(__reduce_min_sync(~0u, unsigned(wg)));
+  const uint64_t desc_q0 = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg_uniform * 64 * 128);
   uint64_t desc_q = desc_q0;  // the item's Q stage
   int q_stage = 0;
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
@@ -420,11 +421,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::named_barrier_sync(my_turn, kTurnThreads);
     ptx::named_barrier_arrive(other_turn, kTurnThreads);
   };
-  // The warpgroup index through redux.sync, whose result ptxas keeps in a uniform register: what
-  // depends on it (the consumer's tiles, below) stays uniform, as the ring's stage must for the
-  // wgmma descriptors (a branch on wg read from threadIdx put them in per-thread registers).
-  const int wg_uniform = C::kConsumerTiles ? int(__reduce_min_sync(~0u, unsigned(wg))) : wg;
-
   // EPILOGUE, in three parts. sum_rows: l summed across the quad and inverted, while the item's
   // last P.V runs; pack_o: O / l, rounded to T, into oP (the fragments stmatrix takes); store_o:
   // oP into the staging buffer by stmatrix, then TMA stores, and the LSE. Where O has its
