@@ -56,10 +56,10 @@
 //               N, d = 256 0.996-1.04x, d = 128's whole items 0.99-1.02x, d = 64 1-2% slower
 //               (runs 131-137, on the page)
 // expect:    at d = 128, 6-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
-//            (run 138); a length one above a tile multiple 0-8% slower (measured, runs 132-133;
-//            run 144 on the page: each item's extra visit of one key, not the one-row query
-//            tile); causal close to the non-causal TFLOP/s (half the FLOPs counted, half the
-//            tiles visited)
+//            (run 138); a length one above a tile multiple 0-8% slower (measured, runs 132-133
+//            and 144-145; on the page: neither the one-row query tile nor the turn of each
+//            item's extra visit is the cost); causal close to the non-causal TFLOP/s (half the
+//            FLOPs counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
