@@ -55,11 +55,14 @@
 //               warpgroup index through redux.sync (uniform registers): N + 1 0-4% faster against
 //               N, d = 256 0.996-1.04x, d = 128's whole items 0.99-1.02x, d = 64 1-2% slower
 //               (runs 131-137, on the page)
+//           13. a narrow first visit's K and V loaded as boxes of its 16 keys (tmKNarrow, tmVNarrow),
+//               not of Bc rows mostly TMA's zero fill: 8% fewer L2 bytes at d = 128, N = 2049;
+//               N + 1 0.1-3.2 points cheaper against N in 11 of 11 pairs, whole items unchanged, the
+//               consumers' loops byte for byte the same (runs 146-150, on the page)
 // expect:    at d = 128, 6-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
-//            (run 138); a length one above a tile multiple 0-8% slower (measured, runs 132-133
-//            and 144-145; on the page: neither the one-row query tile nor the turn of each
-//            item's extra visit is the cost); causal close to the non-causal TFLOP/s (half the
-//            FLOPs counted, half the tiles visited)
+//            (run 138); a length one above a tile multiple 0-7% slower (measured, runs 147-150;
+//            what it is made of, profiled in run 146, on the page); causal close to the
+//            non-causal TFLOP/s (half the FLOPs counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
@@ -131,6 +134,9 @@ namespace gmma = ptx::gmma;
 // than 64 at N >= 2048 (docs/kernels/23_final_hopper.md).
 constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 22's), every d
 constexpr int kMaxQStages = 2;  // Q's stages where a second fits (Config::kQStages)
+// A first visit whose rows see at most kNarrowKeys keys of its tile is narrow: its GEMMs read
+// those 16 keys only (consumer), and the producer loads only them (tmKNarrow, tmVNarrow).
+constexpr int kNarrowKeys = 16;
 
 template <int kHeadDim>
 struct Config {
@@ -262,7 +268,8 @@ __device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
 template <int kHeadDim>
 __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched,
                                          const CUtensorMap* tmQ, const CUtensorMap* tmK,
-                                         const CUtensorMap* tmV, uint8_t* sQ, uint8_t* sK,
+                                         const CUtensorMap* tmV, const CUtensorMap* tmKNarrow,
+                                         const CUtensorMap* tmVNarrow, uint8_t* sQ, uint8_t* sK,
                                          uint8_t* sV, Barriers& bar) {
   using C = Config<kHeadDim>;
   const int group_size = static_cast<int>(p.heads_q / p.heads_kv);
@@ -286,13 +293,18 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
     for (int j = w.n - 1; j >= 0; --j, ++k) {
       const int stage = static_cast<int>(k % C::kStages);
       const uint32_t use = k / C::kStages;
+      // A narrow first visit reads the first 16 keys of its tile and no more: a box of 16 rows
+      // (into the stage's first rows of each column block), not Bc rows of TMA's zero fill. Not
+      // in an item of one visit, whose last P.V (STEP n) reads the whole stage, P zero past 16.
+      const bool narrow = j == w.n - 1 && w.n > 1 && w.first_keys <= kNarrowKeys;
+      const uint32_t bytes = C::tile_bytes(narrow ? kNarrowKeys : C::kBc);
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.k_empty[stage]), parity(use - 1));
-      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), C::tile_bytes(C::kBc));
-      load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), tmK,
+      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), bytes);
+      load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), narrow ? tmKNarrow : tmK,
                                   ptx::smem_addr(&bar.k_full[stage]), j * C::kBc, head_kv, w.batch);
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.v_empty[stage]), parity(use - 1));
-      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), C::tile_bytes(C::kBc));
-      load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), tmV,
+      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), bytes);
+      load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), narrow ? tmVNarrow : tmV,
                                   ptx::smem_addr(&bar.v_full[stage]), j * C::kBc, head_kv, w.batch);
     }
   }
@@ -409,7 +421,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     }
   };
   // The widths of a visit's GEMMs: a whole tile, or a narrow first visit's 16 keys.
-  constexpr int kNarrowKeys = 16;
   constexpr std::integral_constant<int, kBc> kWide{};
   constexpr std::integral_constant<int, kNarrowKeys> kNarrow{};
   auto fence_p = [&] {
@@ -705,6 +716,8 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
                      const __grid_constant__ CUtensorMap tmQ,
                      const __grid_constant__ CUtensorMap tmK,
                      const __grid_constant__ CUtensorMap tmV,
+                     const __grid_constant__ CUtensorMap tmKNarrow,
+                     const __grid_constant__ CUtensorMap tmVNarrow,
                      const __grid_constant__ CUtensorMap tmO,
                      const __grid_constant__ CUtensorMap tmOFirst) {
   using C = Config<kHeadDim>;
@@ -720,6 +733,8 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
     ptx::tma::prefetch_map(&tmQ);
     ptx::tma::prefetch_map(&tmK);
     ptx::tma::prefetch_map(&tmV);
+    ptx::tma::prefetch_map(&tmKNarrow);
+    ptx::tma::prefetch_map(&tmVNarrow);
     ptx::tma::prefetch_map(&tmO);
     ptx::tma::prefetch_map(&tmOFirst);
     for (int s = 0; s < C::kQStages; ++s) {
@@ -739,7 +754,8 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<C::kProducerRegs>();
-    if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, sQ, sK, sV, bar);
+    if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, &tmKNarrow, &tmVNarrow, sQ, sK,
+                                                  sV, bar);
   } else {
     ptx::setmaxnreg_inc<C::kConsumerRegs>();
     consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, &tmOFirst, sQ, sK, sV, sO, bar);
@@ -813,6 +829,10 @@ void launch(const AttnParams& p, cudaStream_t stream) {
                                                  p.k_stride, C::kBc);
       const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
                                                  p.v_stride, C::kBc);
+      const CUtensorMap tmKNarrow = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv,
+                                                       p.batch, p.k_stride, kNarrowKeys);
+      const CUtensorMap tmVNarrow = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv,
+                                                       p.batch, p.v_stride, kNarrowKeys);
       const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.o_stride, 64);
       // O cut at the end of a head's first query tile, rows [0, Nq - (Tq - 1) Br): the store of
@@ -821,7 +841,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       const CUtensorMap tmOFirst = make_tensor_map_4d(p.o, kHeadDim, first_rows, p.heads_q,
                                                       p.batch, p.o_stride, 64);
       attention_kernel<T, kHeadDim><<<blocks, C::kThreads, C::kSmemBytes, stream>>>(
-          p, sched, tmQ, tmK, tmV, tmO, tmOFirst);
+          p, sched, tmQ, tmK, tmV, tmKNarrow, tmVNarrow, tmO, tmOFirst);
     });
   });
 }
