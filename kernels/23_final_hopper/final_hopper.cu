@@ -55,10 +55,10 @@
 //               warpgroup index through redux.sync (uniform registers): N + 1 0-4% faster against
 //               N, d = 256 0.996-1.04x, d = 128's whole items 0.99-1.02x, d = 64 1-2% slower
 //               (runs 131-137, on the page)
-//           13. a narrow first visit's K and V loaded as boxes of its 16 keys (tmKNarrow, tmVNarrow),
-//               not of Bc rows mostly TMA's zero fill: 8% fewer L2 bytes at d = 128, N = 2049;
-//               N + 1 0.1-3.2 points cheaper against N in 11 of 11 pairs, whole items unchanged, the
-//               consumers' loops byte for byte the same (runs 146-150, on the page)
+//           13. a narrow first visit's K and V loaded as boxes of its 16 keys (tmKNarrow,
+//               tmVNarrow), not of Bc rows mostly TMA's zero fill: 8% fewer L2 bytes at d = 128,
+//               N = 2049; N + 1 0.1-3.2 points cheaper against N in 11 of 11 pairs, whole items
+//               unchanged, the consumers' loops byte for byte the same (runs 146-150, on the page)
 // expect:    at d = 128, 6-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
 //            (run 138); a length one above a tile multiple 0-7% slower (measured, runs 147-150;
 //            what it is made of, profiled in run 146, on the page); causal close to the
@@ -754,8 +754,9 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<C::kProducerRegs>();
-    if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, &tmKNarrow, &tmVNarrow, sQ, sK,
-                                                  sV, bar);
+    if (threadIdx.x == 0) {
+      producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, &tmKNarrow, &tmVNarrow, sQ, sK, sV, bar);
+    }
   } else {
     ptx::setmaxnreg_inc<C::kConsumerRegs>();
     consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, &tmOFirst, sQ, sK, sV, sO, bar);
