@@ -243,7 +243,8 @@ TEST(ShortTiles, Rung23ItemOfOneNarrowVisitReadsNoStaleRows) {
   for (int64_t d : {64, 128, 256}) {
     fl::ProblemSpec stale = spec(fl::DType::f16, d, 512, 512, false);
     stale.batch = 1;
-    stale.heads_q = stale.heads_kv = 64;  // 192-256 items of 4-7 KV tiles: every block's stages
+    stale.heads_q = stale.heads_kv = 64;  // 192-256 items of 4-7 KV tiles: every block fills
+                                          // both of its V stages with NaN
     stale.with_lse = false;
     const std::string why = fl::why_unsupported(*k, fl::Problem(stale).params());
     if (why.find("compute capability") != std::string::npos) {

@@ -58,7 +58,8 @@
 //           13. a narrow first visit's K and V loaded as boxes of its 16 keys (tmKNarrow,
 //               tmVNarrow), not of Bc rows mostly TMA's zero fill: 8% fewer L2 bytes at d = 128,
 //               N = 2049; N + 1 0.1-3.2 points cheaper against N in 11 of 11 pairs, whole items
-//               unchanged, the consumers' loops byte for byte the same (runs 146-150, on the page)
+//               0.988-1.003x, the consumers' loops byte for byte the same (runs 146-150, on the
+//               page)
 // expect:    at d = 128, 6-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
 //            (run 138); a length one above a tile multiple 0-7% slower (measured, runs 147-150;
 //            what it is made of, profiled in run 146, on the page); causal close to the
