@@ -154,9 +154,9 @@ TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
 
 // Rung 23's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one
 // above a tile multiple) issues its S as one wgmma of N = 16 a k-step, d / 16 of them, in each of
-// the six instantiations (fp16, bf16; d = 64, 128, 256); a whole visit's S has N = Bc (page 23,
-// "The narrow first visit's GEMMs again"). With the narrow path gone or folded into the whole one,
-// the count is 0.
+// the six instantiations (fp16, bf16; d = 64, 128, 256); a whole visit's S has N = Bc (rung 23's
+// notebook, "The narrow first visit's GEMMs again"). With the narrow path gone or folded into the
+// whole one, the count is 0.
 TEST(HopperSass, Rung23NarrowFirstVisitIsAWgmmaOfSixteenKeys) {
   const fl::KernelInfo* k23 = nullptr;
   for (const fl::KernelInfo* k : fl_test::hopper_rungs())

@@ -151,9 +151,9 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
 // Rung 23 (the final Hopper rung, same contract) on rung 16's edge shapes, and on its own: a last
 // query tile of 1 row and of Br - 1 rows, a last KV tile of 1 key, causal with Nk = Nq + 1 and
 // with Nq > Nk (rows and whole items that see no key), per d with its tile shape (tile()); and
-// the edges of the short items tried on it (page 23, "Short items"): a last query tile of 64 rows
-// (one consumer's) with a last KV tile of 16 keys, one row and one key more, an odd number of KV
-// tiles behind a 1-row query tile, and causal N + 1 (the longest item a single row).
+// the edges of the short items tried on it (rung 23's notebook, "Short items"): a last query tile
+// of 64 rows (one consumer's) with a last KV tile of 16 keys, one row and one key more, an odd
+// number of KV tiles behind a 1-row query tile, and causal N + 1 (the longest item a single row).
 TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k = fl::find_kernel("23");

@@ -442,7 +442,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // makes ptxas fence off (C7517: a wait injected before any read of O while a wgmma is in flight).
   uint32_t oP[kHeadDim / 4];
   // The row sums are whole once the item's last softmax is done: summed and inverted then, not
-  // after the last P.V, where the tensor cores would wait on them (page 23, "An item's end").
+  // after the last P.V, where the tensor cores would wait on them (its notebook, "An item's end").
   float inv_sum[2];
   auto sum_rows = [&] {
 #pragma unroll
@@ -578,7 +578,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     // is one k-step. The item's steps are compiled twice (`item`): for a narrow first visit and
     // for a whole one. A wgmma in a branch must have its whole life there (fence, issue, commit,
     // wait), or ptxas serializes every wgmma of the kernel (C7514, C7515); with both lives in one
-    // body, the whole items' plain loop took 541 instructions instead of 509 at d = 128 (page 23).
+    // body, the whole items' plain loop took 541 instructions instead of 509 at d = 128 (notebook).
     const bool narrow = mine.first_keys <= kNarrowKeys;
 
     auto item = [&](auto narrow_c) {
