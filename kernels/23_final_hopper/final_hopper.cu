@@ -49,25 +49,25 @@
 //               page)
 //           11. an item's row sums summed across the quad and inverted while its last P.V runs,
 //               not after it (sum_rows): 2% faster at d = 128, N = 512 and 1024, within 1%
-//               elsewhere (a trace of timestamps found it; runs 119-127, on the page)
+//               elsewhere (a trace of timestamps found it; runs 119-127, in the notebook)
 //           12. a narrow first visit's GEMMs narrowed too (S one wgmma of N = 16, P.V one k-step),
 //               the item's steps compiled apart for it, and Q's descriptor built from the
 //               warpgroup index through redux.sync (uniform registers): N + 1 0-4% faster against
 //               N, d = 256 0.996-1.04x, d = 128's whole items 0.99-1.02x, d = 64 1-2% slower
-//               (runs 131-137, on the page)
+//               (runs 131-137, in the notebook)
 //           13. a narrow first visit's K and V loaded as boxes of its 16 keys (tmKNarrow,
 //               tmVNarrow), not of Bc rows mostly TMA's zero fill: 8% fewer L2 bytes at d = 128,
 //               N = 2049; N + 1 0.1-3.2 points cheaper against N in 11 of 11 pairs, whole items
-//               0.988-1.003x, the consumers' loops byte for byte the same (runs 146-150, on the
-//               page)
+//               0.988-1.003x, the consumers' loops byte for byte the same (runs 146-150, in the
+//               notebook)
 // expect:    at d = 128, 6-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
 //            (run 138); a length one above a tile multiple 0-7% slower (measured, runs 147-150;
-//            what it is made of, profiled in run 146, on the page); causal close to the
+//            what it is made of, profiled in run 146, in the notebook); causal close to the
 //            non-causal TFLOP/s (half the FLOPs counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
-// doc:       docs/kernels/23_final_hopper.md
+// doc:       docs/kernels/23_final_hopper.md (its notebook: docs/notebooks/23_final_hopper.md)
 // =================================================================================================
 //
 // Grid: min(#SMs, units) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers, units =
