@@ -1523,13 +1523,13 @@ def fig_accumulator(out):
 
 # ------------------------------------------------------------------------------------------------
 def fig_persistent(out):
-    """Rung 21 against rung 22 at the boundary between two work items on one SM: a schematic on a
-    toy clock (not measured). Checks that rung 22's kernel still has the calls drawn."""
-    src = read("kernels/22_persistent/persistent.cu")
+    """Rung 21 against rung 23 at the boundary between two work items on one SM: a schematic on a
+    toy clock (not measured). Checks that rung 23's kernel still has the calls drawn."""
+    src = read("kernels/23_tma_store/tma_store.cu")
     for call in ("ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty))", "ptx::stmatrix_x4(",
                  "ptx::tma::store_4d(", "ptx::tma::wait_group_read<0>();"):
         if call not in src:
-            fail(f"hopper_persistent_22: `{call}` not in kernels/22_persistent/persistent.cu")
+            fail(f"hopper_persistent_22: `{call}` not in kernels/23_tma_store/tma_store.cu")
     T = {"launch": 0.6, "load": 0.8, "step": 1.0, "tiles": 4, "epi21": 0.8, "stsm": 0.2,
          "store": 0.6}
     steps = T["tiles"] * T["step"]
@@ -1548,7 +1548,7 @@ def fig_persistent(out):
         t += T["epi21"]
     end21 = t
     lanes21 = [("producer / TMA", prod), ("consumers (warps)", cons)]
-    # Rung 22: one block per SM; Q and K/V of item B land during item A's last step; the epilogue
+    # Rung 23: one block per SM; Q and K/V of item B land during item A's last step; the epilogue
     # is stmatrix into shared memory, then a TMA store nobody waits for.
     prod, cons, store = [], [], []
     t = 0.0
@@ -1575,7 +1575,7 @@ def fig_persistent(out):
     for ax, lanes, busy, title, e in (
         (axes[0], lanes21, busy21, "Rung 21: a block per query tile; the SM's next block starts "
          "when this one has written O and exited", end21),
-        (axes[1], lanes22, busy22, "Rung 22: one block per SM walks the items; B's loads under "
+        (axes[1], lanes22, busy22, "Rung 23: one block per SM walks the items; B's loads under "
          "A's last step, O leaves by stmatrix + a TMA store", end22),
     ):
         ys = list(range(len(lanes), 0, -1))
@@ -1604,15 +1604,15 @@ def fig_persistent(out):
 
 
 def fig_item_assignment(out):
-    """Rung 23's assignment of work items to blocks (kernels/23_final_hopper/schedule.cuh: work_of,
+    """Rung 26's assignment of work items to blocks (kernels/26_final_hopper/schedule.cuh: work_of,
     unit_item, item_of), computed for two causal calls: each block's total KV tiles under rung
-    22's round robin of items, under a snake of items (rung 23 before its units) and under its
+    22's round robin of items, under a snake of items (rung 26 before its units) and under its
     units. Arithmetic on the schedule, not a measurement."""
-    src = read("kernels/23_final_hopper/schedule.cuh")
+    src = read("kernels/26_final_hopper/schedule.cuh")
     for needle in ("round % 2 == 0 ? block : blocks - 1 - block", "s.seqlen_q - (t % s.q_tiles) * kBr",
                    "member == 0 ? r : tq - 1 - r", "head * tq + half"):
         if needle not in src:
-            fail("item_assignment: kernels/23_final_hopper/schedule.cuh no longer has "
+            fail("item_assignment: kernels/26_final_hopper/schedule.cuh no longer has "
                  f"'{needle}' (the snake of units, the order of work_of, the pairs) that this "
                  "figure draws")
     blocks = 132
@@ -1637,14 +1637,14 @@ def fig_item_assignment(out):
 
         count = tq * heads
         units = (tq // 2) * heads + (tq % 2) * ((heads + 1) // 2)
-        loads = {"round robin of items (rung 22)": [0] * blocks,
+        loads = {"round robin of items (rung 23)": [0] * blocks,
                  "snake of items": [0] * blocks,
-                 "snake of units (rung 23's item_of)": [0] * blocks}
+                 "snake of units (rung 26's item_of)": [0] * blocks}
         for r in range(-(-count // blocks)):
             for i in range(blocks):
                 t = r * blocks + i
                 if t < count:
-                    loads["round robin of items (rung 22)"][i] += tiles(t)
+                    loads["round robin of items (rung 23)"][i] += tiles(t)
                 t = r * blocks + (blocks - 1 - i if r % 2 else i)
                 if t < count:
                     loads["snake of items"][i] += tiles(t)
@@ -1654,7 +1654,7 @@ def fig_item_assignment(out):
                 for member in (0, 1):
                     t = unit_item(p, member) if p < units else -1
                     if t >= 0:
-                        loads["snake of units (rung 23's item_of)"][i] += tiles(t)
+                        loads["snake of units (rung 26's item_of)"][i] += tiles(t)
         return tq, loads
 
     fig, axes = plt.subplots(1, 2, figsize=(12.5, 3.8))

@@ -164,14 +164,14 @@ def page_block(meta, table, bench, ceiling, impl, prev, ns, src, bench_src, ceil
     return "\n".join(lines)
 
 
-FINAL = "23_final_hopper"
+FINAL = "26_final_hopper"
 
 
 def final_block(path, src):
     """The final rung in every series of `path`: TFLOP/s, and its ratios to cuDNN and FA2."""
     meta = json.load(open(path))
     lines = [f"{meta['gpu']}, fp16, H = 16, the sweep's B (16 up to N = 4096, then halved with "
-             f"each doubling); TFLOP/s of rung 23 (ratio to cuDNN / to FlashAttention-2, PyTorch "
+             f"each doubling); TFLOP/s of rung 26 (ratio to cuDNN / to FlashAttention-2, PyTorch "
              f"SDPA's cudnn and flash backends timed in the same process). torch {meta['torch']}. "
              f"Source: `{src}` (`scripts/compare_sdpa.py`; table: `scripts/hopper_tables.py`).", ""]
     series = [(d, c) for d in (64, 128, 256) for c in (False, True)]

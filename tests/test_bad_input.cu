@@ -129,13 +129,13 @@ fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128, fl::DType t = fl:
 }
 
 // The head dims kernel k claims (docs/contract.md): any multiple of 8 for the cuBLAS baseline,
-// 64 and 128 for rungs 01-15, 128 alone for rungs 17-22, and 64, 128 and 256 for the final rung
-// of each track, 16 and 23.
+// 64 and 128 for rungs 01-15, 128 alone for rungs 17-23, and 64, 128 and 256 for rung 16 and for
+// the Hopper rungs from the whole contract (24) on.
 bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
   if (k.number == 0) return d % 8 == 0;
-  // 16 and 23, and the FP8 rung (24), which is rung 23's contract in e4m3.
-  if (k.number == 16 || k.number >= 23) return d == 64 || d == 128 || d == 256;
-  if (k.number >= 17 && k.number <= 22) return d == 128;  // the Hopper rungs before the final one
+  // 16, 24 and up (the FP8 rung, 27, is rung 26's contract in e4m3).
+  if (k.number == 16 || k.number >= 24) return d == 64 || d == 128 || d == 256;
+  if (k.number >= 17 && k.number <= 23) return d == 128;  // the Hopper rungs before the contract
   return d == 64 || d == 128;
 }
 const int64_t kHeadDims[] = {8, 20, 32, 36, 48, 64, 96, 100, 128, 192, 256, 512};
@@ -416,7 +416,7 @@ TEST_P(BadInputTest, TheOtherInputTypeIsRefused) {
       fl::AttnParams p = base_params(b, 128, fl::DType::e4m3);
       p.out_dtype = out;
       ASSERT_EQ(fl::check_common(p), "");
-      expect_refused(k, p, "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 24", b);
+      expect_refused(k, p, "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 27", b);
     }
   }
 }
@@ -502,7 +502,7 @@ TEST(CApi, E4m3FieldsReachTheRules) {
   ASSERT_NE(fl::find_kernel("00"), nullptr);
   EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
   EXPECT_EQ(std::string(why),
-            "kernel 00_cublas: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 24");
+            "kernel 00_cublas: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 27");
   c.v_descale = nullptr;
   EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
   EXPECT_NE(std::string(why).find("V's descale is a null pointer"), std::string::npos) << why;

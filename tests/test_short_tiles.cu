@@ -7,7 +7,7 @@
 //   in a split tile that see no key; a single query row (Nq = 1); a NaN in a key that only a
 //   warp other than the slab's first computes, which must reach every row of the split tile
 //   through the merge.
-// Rung 23, the final Hopper rung, runs the same shapes and its own edges (Rung23PassesAtEveryEdge).
+// Rung 26, the final Hopper rung, runs the same shapes and its own edges (Rung23PassesAtEveryEdge).
 // Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
 // written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
 #include <gtest/gtest.h>
@@ -148,16 +148,16 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
   EXPECT_EQ(ran, 2 * 3 * 6);
 }
 
-// Rung 23 (the final Hopper rung, same contract) on rung 16's edge shapes, and on its own: a last
+// Rung 26 (the final Hopper rung, same contract) on rung 16's edge shapes, and on its own: a last
 // query tile of 1 row and of Br - 1 rows, a last KV tile of 1 key, causal with Nk = Nq + 1 and
 // with Nq > Nk (rows and whole items that see no key), per d with its tile shape (tile()); and
-// the edges of the short items tried on it (rung 23's notebook, "Short items"): a last query tile
+// the edges of the short items tried on it (rung 26's notebook, "Short items"): a last query tile
 // of 64 rows (one consumer's) with a last KV tile of 16 keys, one row and one key more, an odd
 // number of KV tiles behind a 1-row query tile, and causal N + 1 (the longest item a single row).
 TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k = fl::find_kernel("23");
-  if (k == nullptr) GTEST_SKIP() << "rung 23 is not in this build (FL_KERNELS, FL_HOPPER)";
+  const fl::KernelInfo* k = fl::find_kernel("26");
+  if (k == nullptr) GTEST_SKIP() << "rung 26 is not in this build (FL_KERNELS, FL_HOPPER)";
   fl::CublasHandle cublas;
   int ran = 0;
   for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
@@ -178,9 +178,9 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
       for (const Case& c : all) {
         const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
         if (why.find("compute capability") != std::string::npos) {
-          GTEST_SKIP() << "rung 23 needs compute capability 9.0: " << why;
+          GTEST_SKIP() << "rung 26 needs compute capability 9.0: " << why;
         }
-        ASSERT_EQ(why, "") << c.name << ": rung 23 claims every length";
+        ASSERT_EQ(why, "") << c.name << ": rung 26 claims every length";
         expect_passes(*k, c, cublas);
         ++ran;
       }
@@ -189,7 +189,7 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   EXPECT_EQ(ran, 2 * 3 * 14);
 }
 
-// Rung 23's ragged query tile among many items a block: 128 heads (GQA, 16 over 4, B = 8) of
+// Rung 26's ragged query tile among many items a block: 128 heads (GQA, 16 over 4, B = 8) of
 // three query tiles, the ragged one (a head's first: the tiles are counted from its last row) of 1
 // row (only the first consumer has a row of it) or of 65 rows.
 // On 132 SMs each block takes 2-4 items, and 88 of the blocks a whole one and a ragged one, so the
@@ -198,8 +198,8 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
 // item's rows in its Q tile are computed and not stored).
 TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k = fl::find_kernel("23");
-  if (k == nullptr) GTEST_SKIP() << "rung 23 is not in this build (FL_KERNELS, FL_HOPPER)";
+  const fl::KernelInfo* k = fl::find_kernel("26");
+  if (k == nullptr) GTEST_SKIP() << "rung 26 is not in this build (FL_KERNELS, FL_HOPPER)";
   fl::CublasHandle cublas;
   int ran = 0;
   for (int64_t d : {64, 128, 256}) {
@@ -217,7 +217,7 @@ TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
                      s};
         const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
         if (why.find("compute capability") != std::string::npos) {
-          GTEST_SKIP() << "rung 23 needs compute capability 9.0: " << why;
+          GTEST_SKIP() << "rung 26 needs compute capability 9.0: " << why;
         }
         ASSERT_EQ(why, "") << c.name;
         expect_passes(*k, c, cublas);
@@ -228,7 +228,7 @@ TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
   EXPECT_EQ(ran, 3 * 2 * 2);
 }
 
-// Rung 23 loads a narrow first visit's K and V as 16 rows, not Bc, except in an item of one visit:
+// Rung 26 loads a narrow first visit's K and V as 16 rows, not Bc, except in an item of one visit:
 // its last P.V reads the stage's Bc rows of V (P zero past the 16 keys), so the rows past 16 must
 // be TMA's zero fill, not what an earlier tile left there (0 x NaN = NaN). A launch whose V is NaN
 // everywhere (every block's V stages full of NaN), then a launch of items of one narrow visit
@@ -237,8 +237,8 @@ TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
 // the first check passes either way, and the second still checks the results.)
 TEST(ShortTiles, Rung23ItemOfOneNarrowVisitReadsNoStaleRows) {
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k = fl::find_kernel("23");
-  if (k == nullptr) GTEST_SKIP() << "rung 23 is not in this build (FL_KERNELS, FL_HOPPER)";
+  const fl::KernelInfo* k = fl::find_kernel("26");
+  if (k == nullptr) GTEST_SKIP() << "rung 26 is not in this build (FL_KERNELS, FL_HOPPER)";
   fl::CublasHandle cublas;
   for (int64_t d : {64, 128, 256}) {
     fl::ProblemSpec stale = spec(fl::DType::f16, d, 512, 512, false);
@@ -248,7 +248,7 @@ TEST(ShortTiles, Rung23ItemOfOneNarrowVisitReadsNoStaleRows) {
     stale.with_lse = false;
     const std::string why = fl::why_unsupported(*k, fl::Problem(stale).params());
     if (why.find("compute capability") != std::string::npos) {
-      GTEST_SKIP() << "rung 23 needs compute capability 9.0: " << why;
+      GTEST_SKIP() << "rung 26 needs compute capability 9.0: " << why;
     }
     ASSERT_EQ(why, "");
     fl::Problem nan_v(stale);

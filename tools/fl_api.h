@@ -75,7 +75,7 @@ enum {
  * come after the older fields so that those keep their places; the fields of e4m3 inputs come
  * last, for the same reason.
  *
- * e4m3 inputs (dtype 2, OCP FP8 e4m3: the kernels that take them, rung 24, take nothing else):
+ * e4m3 inputs (dtype 2, OCP FP8 e4m3: the kernels that take them, rung 27, take nothing else):
  * out_dtype is O's type (0 = fp16, 1 = bf16), and the descale factors give back the caller's
  * values, x = e4m3 * descale: HOST pointers (read during the call), one float per tensor, or with
  * descale_per_head = 1 one per (batch, head): q_descale[b * heads_q + h],

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 22 of 24 — persistent: one block per SM walks a queue of work items
+// Kernel 23 of 27 — persistent: one block per SM walks a queue of work items
 // builds on: 21 (intra-warpgroup overlap)
 // changes:   1. the grid is one block per SM (fewer when there are fewer items); block i takes the
 //               work items i, i + G, i + 2G, ... (G blocks), an item being (query tile, head,
@@ -22,7 +22,7 @@
 // supports:  fp16, bf16; d = 128; Nq a multiple of 128; Nk a multiple of 128; non-causal; GQA;
 //            LSE output; any scale; strides (16-byte multiples, below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
-// doc:       docs/kernels/22_persistent.md
+// doc:       docs/kernels/23_tma_store.md
 // =================================================================================================
 //
 // Grid: min(#SMs, items) blocks, items = (Nq / 128) x H_q x B; block: 384 threads = 3
@@ -78,7 +78,7 @@
 #include "common/tensor_map.h"
 
 namespace fl {
-namespace k22_persistent {
+namespace k23_tma_store {
 
 namespace gmma = ptx::gmma;
 
@@ -507,17 +507,17 @@ void launch(const AttnParams& p, cudaStream_t stream) {
   });
 }
 
-}  // namespace k22_persistent
+}  // namespace k23_tma_store
 
-const KernelInfo& kernel_22() {
+const KernelInfo& kernel_23() {
   static const KernelInfo info{22,
                                "persistent",
                                "persistent: one block per SM walks the work items; O leaves by stmatrix and a TMA store",
-                               "docs/kernels/22_persistent.md",
+                               "docs/kernels/23_tma_store.md",
                                90,
-                               k22_persistent::tile,
-                               k22_persistent::supports,
-                               k22_persistent::launch,
+                               k23_tma_store::tile,
+                               k23_tma_store::supports,
+                               k23_tma_store::launch,
                                false,
                                90};
   return info;

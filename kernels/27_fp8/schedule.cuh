@@ -1,13 +1,13 @@
-// Rung 24's work items: rung 23's schedule, copied unchanged (which query tile of which head an
-// item is, which KV tiles it visits and masks, which items a block takes). tests/test_schedule23.cu
-// checks rung 23's copy on the CPU against a brute force; this one differs only in its namespace.
-// Included by kernels/24_fp8/fp8_attention.cu.
+// Rung 27's work items: rung 26's schedule, copied unchanged (which query tile of which head an
+// item is, which KV tiles it visits and masks, which items a block takes). tests/test_schedule26.cu
+// checks rung 26's copy on the CPU against a brute force; this one differs only in its namespace.
+// Included by kernels/27_fp8/fp8_attention.cu.
 #pragma once
 
 #include <cstdint>
 
 namespace fl {
-namespace k24_fp8 {
+namespace k27_fp8 {
 
 // The problem's lengths, as the kernel uses them (int: Nq, Nk <= 2^30, supports()).
 struct Schedule {
@@ -33,7 +33,7 @@ __host__ __device__ __forceinline__ int imin(int a, int b) {
 }
 
 // The items in order: head after head (b H_q + h), and within a head its query tiles from the
-// last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 22's
+// last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 23's
 // order), and a causal head's longest items come first.
 template <int kBr, int kBc>
 __host__ __device__ __forceinline__ Work work_of(int t, const Schedule& s, int heads_q) {
@@ -53,7 +53,7 @@ __host__ __device__ __forceinline__ Work work_of(int t, const Schedule& s, int h
 }
 
 // Which items a block takes: the G blocks take them in rounds of G, block i the i-th item of an
-// even round and the (G - 1 - i)-th of an odd one (a snake). Rung 22's plain round robin gives a
+// even round and the (G - 1 - i)-th of an odd one (a snake). Rung 23's plain round robin gives a
 // block the same place in every round; when the rounds line up with the heads (G = 132 SMs and
 // 33 query tiles a head: N = 4097), that is the same query tile of every head, and causal, the
 // longest to block 0 every time and the shortest to block 131 (measured: 0.68x the speed of
@@ -66,5 +66,5 @@ __host__ __device__ __forceinline__ int item_of(int64_t round, unsigned blocks, 
   return t < s.count ? static_cast<int>(t) : -1;
 }
 
-}  // namespace k24_fp8
+}  // namespace k27_fp8
 }  // namespace fl

@@ -1,4 +1,4 @@
-// Rung 23's work items (kernels/23_final_hopper/schedule.cuh), on the CPU, against a brute force
+// Rung 26's work items (kernels/26_final_hopper/schedule.cuh), on the CPU, against a brute force
 // over rows and keys: every row of a head is in exactly one item, and every item is taken by
 // exactly one block; an item, and each consumer's 64 rows of it, visits exactly the KV tiles that
 // some of its rows see (none when no row sees a key or the rows are past the item's); the masked
@@ -14,17 +14,17 @@
 #include <string>
 #include <vector>
 
-#include "kernels/23_final_hopper/schedule.cuh"
+#include "kernels/26_final_hopper/schedule.cuh"
 
 namespace {
 
-using fl::k23_final_hopper::item_of;
-using fl::k23_final_hopper::consumer_work;
-using fl::k23_final_hopper::make_schedule;
-using fl::k23_final_hopper::slot_count;
-using fl::k23_final_hopper::Schedule;
-using fl::k23_final_hopper::Work;
-using fl::k23_final_hopper::work_of;
+using fl::k26_final_hopper::item_of;
+using fl::k26_final_hopper::consumer_work;
+using fl::k26_final_hopper::make_schedule;
+using fl::k26_final_hopper::slot_count;
+using fl::k26_final_hopper::Schedule;
+using fl::k26_final_hopper::Work;
+using fl::k26_final_hopper::work_of;
 
 bool sees(const Schedule& s, int row, int key) {
   return key < s.seqlen_k && (!s.causal || key <= row + s.seqlen_k - s.seqlen_q);
@@ -162,7 +162,7 @@ TEST(Schedule23, OneAboveATileMultipleEveryFirstVisitIsNarrow) {
 }
 
 // The busiest block's KV tiles over the mean, causal, for the kernel's units and for the two
-// assignments of single items it replaced: rung 22's round robin (block i takes items i, i + G,
+// assignments of single items it replaced: rung 23's round robin (block i takes items i, i + G,
 // ...) and a snake of items (block i the i-th item of an even round of G, the (G - 1 - i)-th of an
 // odd one).
 struct Balance {

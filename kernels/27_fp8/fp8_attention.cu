@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 24 of 24 — FP8: rung 23 with e4m3 Q, K, V
+// Kernel 27 of 27 — FP8: rung 26 with e4m3 Q, K, V
 // builds on: 23 (final Hopper)
 // changes:   1. Q, K and V are e4m3 (one byte), with descale factors per tensor or per head
 //               (AttnParams, common/fp8.h); O stays 16-bit (fp16 or bf16, the caller's choice).
@@ -18,21 +18,21 @@
 //               is folded into the exponent (free), cancelled by 1 / l (l sums the scaled P)
 //            5. the descale factors are folded in where they cost nothing: dq dk into the softmax
 //               scale, dv into the final 1 / l, per (batch, head) from a small table
-// expect:    up to 2x rung 23's TFLOP/s where the GEMMs dominate (d = 256); at d = 128 the
+// expect:    up to 2x rung 26's TFLOP/s where the GEMMs dominate (d = 256); at d = 128 the
 //            exponentials (one MUFU.EX2 per score) cost as much as the GEMMs of a tile, so less
 // supports:  e4m3 Q, K, V (descale per tensor or per head), fp16 or bf16 O; d in {64, 128, 256};
 //            any Nq, Nk >= 1; causal or not; GQA; LSE; any scale; strides (TMA's rules);
 //            compute capability 9.0 only
-// doc:       docs/kernels/24_fp8.md
+// doc:       docs/kernels/27_fp8.md
 // =================================================================================================
 //
-// Everything else is rung 23's: the persistent schedule (schedule.cuh, copied unchanged), one
+// Everything else is rung 26's: the persistent schedule (schedule.cuh, copied unchanged), one
 // producer warp issuing TMA loads into K and V^T rings of 2 stages, consumers taking turns at the
 // tensor cores, masked tiles in a loop of their own, O out by stmatrix and a TMA store.
 //
 // Shared memory (dynamic, + 1 KiB to align); e4m3 tiles are [d / 128][rows][128 bytes] in the
 // 128-byte swizzle ([rows][64 bytes] in the 64-byte swizzle at d = 64); V^T tiles [d][Bc = 128
-// keys], one 128-byte swizzle block; O is staged 16-bit as in rung 23:
+// keys], one 128-byte swizzle block; O is staged 16-bit as in rung 26:
 //   sQ [Br][d] e4m3   sO [Br][d] 16-bit   sK [2][Bc][d] e4m3   sVt [2][d][Bc] e4m3
 //   d = 64: 68 KiB; d = 128: 112 KiB; d = 256: 224 KiB (each + 1 KiB to align: Config::kSmemBytes).
 #include <cuda.h>
@@ -64,21 +64,21 @@
 #include "common/ptx/wgmma.cuh"
 #include "common/registry.h"
 #include "common/tensor_map.h"
-#include "kernels/24_fp8/schedule.cuh"
+#include "kernels/27_fp8/schedule.cuh"
 
 namespace fl {
-namespace k24_fp8 {
+namespace k27_fp8 {
 
 namespace gmma = ptx::gmma;
 using Fp8 = __nv_fp8_e4m3;  // the wgmma type tag of e4m3 operands
 
-constexpr int kRingStages = 2;  // stages of the K ring and of the V^T ring (rung 22's)
+constexpr int kRingStages = 2;  // stages of the K ring and of the V^T ring (rung 23's)
 constexpr float kLog2PScale = 8.80735492205760410744f;  // log2(448): P is quantised as 448 P
 
 template <int kHeadDim>
 struct Config {
-  // Rung 23's shapes (three consumers at d = 64), with Bc = 128 at every d: at d = 256 the e4m3
-  // P of 128 keys is 16 registers, so O (128), S (64) and P fit in 240 where rung 23's 16-bit
+  // Rung 26's shapes (three consumers at d = 64), with Bc = 128 at every d: at d = 256 the e4m3
+  // P of 128 keys is 16 registers, so O (128), S (64) and P fit in 240 where rung 26's 16-bit
   // P did not.
   static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
   static constexpr int kBr = 64 * kConsumers;
@@ -111,7 +111,7 @@ __device__ __forceinline__ uint64_t kmajor(uint32_t smem_addr) {
   }
 }
 
-// Named barriers, as rung 23: kTurn + c is consumer c's turn, kOwn + c its own 128 threads.
+// Named barriers, as rung 26: kTurn + c is consumer c's turn, kOwn + c its own 128 threads.
 constexpr uint32_t kTurn = 1;
 constexpr uint32_t kOwn = 4;
 
@@ -135,7 +135,7 @@ __device__ __forceinline__ void load_qk_tile(uint8_t* sTile, const CUtensorMap* 
   }
 }
 
-// One KV tile of the online softmax (rung 23's), with P scaled by 448 before it is quantised:
+// One KV tile of the online softmax (rung 26's), with P scaled by 448 before it is quantised:
 // P = 2^(s c - m c + log2 448), the bias folded into the one FFMA each score already takes.
 template <bool kFirst, int kBc>
 __device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row_max)[2],
@@ -184,7 +184,7 @@ struct Barriers {
 
 __device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
 
-// The producer (one thread): rung 23's, with V^T tiles of d rows x Bc keys (one box).
+// The producer (one thread): rung 26's, with V^T tiles of d rows x Bc keys (one box).
 template <int kHeadDim>
 __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched,
                                          const CUtensorMap* tmQ, const CUtensorMap* tmK,
@@ -222,7 +222,7 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
   }
 }
 
-// A consumer warpgroup: rung 23's steps; what differs is the k32 GEMMs, P packed to e4m3, and
+// A consumer warpgroup: rung 26's steps; what differs is the k32 GEMMs, P packed to e4m3, and
 // the factors of the item's head.
 template <typename T, int kHeadDim>
 __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched,
@@ -583,7 +583,7 @@ void dispatch_head_dim(int64_t d, F&& f) {
     case 64: f(std::integral_constant<int, 64>{}); break;
     case 128: f(std::integral_constant<int, 128>{}); break;
     case 256: f(std::integral_constant<int, 256>{}); break;
-    default: throw UnsupportedError("24_fp8: head_dim must be 64, 128 or 256");
+    default: throw UnsupportedError("27_fp8: head_dim must be 64, 128 or 256");
   }
 }
 
@@ -711,17 +711,17 @@ void launch(const AttnParams& p, cudaStream_t stream) {
   });
 }
 
-}  // namespace k24_fp8
+}  // namespace k27_fp8
 
-const KernelInfo& kernel_24() {
+const KernelInfo& kernel_27() {
   static const KernelInfo info{24,
                                "fp8",
-                               "FP8: rung 23 with e4m3 Q, K, V (k32 wgmma, V^T pre-pass, P in e4m3)",
-                               "docs/kernels/24_fp8.md",
+                               "FP8: rung 26 with e4m3 Q, K, V (k32 wgmma, V^T pre-pass, P in e4m3)",
+                               "docs/kernels/27_fp8.md",
                                90,
-                               k24_fp8::tile,
-                               k24_fp8::supports,
-                               k24_fp8::launch,
+                               k27_fp8::tile,
+                               k27_fp8::supports,
+                               k27_fp8::launch,
                                false,
                                90,
                                true};

@@ -1,14 +1,14 @@
-// Rung 23's work items: which query tile of which head an item is, which KV tiles it visits and
-// masks, and which items a block takes. Host and device code, so that tests/test_schedule23.cu
+// Rung 26's work items: which query tile of which head an item is, which KV tiles it visits and
+// masks, and which items a block takes. Host and device code, so that tests/test_schedule26.cu
 // can check it on the CPU against a brute force (every item taken once, every tile a row sees
 // visited, exactly the tiles that hide a key from some row masked, the blocks' loads balanced).
-// Included by kernels/23_final_hopper/final_hopper.cu.
+// Included by kernels/26_final_hopper/final_hopper.cu.
 #pragma once
 
 #include <cstdint>
 
 namespace fl {
-namespace k23_final_hopper {
+namespace k26_final_hopper {
 
 // The problem's lengths, as the kernel uses them (int: Nq, Nk <= 2^30, supports()).
 struct Schedule {
@@ -56,7 +56,7 @@ __host__ __device__ __forceinline__ Work rows_work(int q0, int q1, int head, int
 }
 
 // The items in order: head after head (b H_q + h), and within a head its query tiles from the
-// last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 22's
+// last to the first: the blocks running at one time share a few heads' K/V in L2 (rung 23's
 // order), and a causal head's longest items come first.
 //
 // The tiles are counted from a head's last row, as the causal diagonal is aligned: the k-th item
@@ -91,13 +91,13 @@ __host__ __device__ __forceinline__ Work consumer_work(const Work& item, int c, 
 // order, the longer first). With Tq odd, a head's middle item pairs with the next head's middle
 // one. The units of two heads a, a + 1 run: a's pairs, the two middles, a + 1's pairs.
 //
-// Rung 22's round robin of items gives a block the same place in every round: when the rounds
+// Rung 23's round robin of items gives a block the same place in every round: when the rounds
 // line up with the heads (G = 132 SMs and 33 query tiles a head: N = 4097), that is the same
 // query tile of every head, causal, the longest to block 0 every time (measured: 0.68x the speed
 // of N = 4096). A snake of items pairs a long item with a short one only where a round's items
 // are sorted by length, which they are not where a round spans the end of one head and the start
 // of the next: 1.2x the mean for d = 64's 192-row tiles at N = 16384, 1.5x with one batch of 16
-// heads at N = 8192 (docs/kernels/23_final_hopper.md). Pairs are about equal wherever the rounds
+// heads at N = 8192 (docs/kernels/26_final_hopper.md). Pairs are about equal wherever the rounds
 // fall.
 __host__ __device__ __forceinline__ int unit_size(const Schedule& s) { return s.causal ? 2 : 1; }
 
@@ -151,5 +151,5 @@ inline Schedule make_schedule(int br, int64_t nq, int64_t nk, int64_t heads_x_ba
   return s;
 }
 
-}  // namespace k23_final_hopper
+}  // namespace k26_final_hopper
 }  // namespace fl

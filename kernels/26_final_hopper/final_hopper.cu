@@ -1,8 +1,8 @@
 // =================================================================================================
-// Kernel 23 of 24 — final Hopper: rung 22 with the whole contract of rung 16
+// Kernel 26 of 27 — final Hopper: rung 23 with the whole contract of rung 16
 // builds on: 22 (persistent)
 // changes:   1. head dims 64, 128 and 256, one instantiation each, with a tile shape per head dim
-//               (Config below, chosen by measurement, docs/kernels/23_final_hopper.md): 192 x 128
+//               (Config below, chosen by measurement, docs/kernels/26_final_hopper.md): 192 x 128
 //               with three consumer warpgroups for d = 64, 128 x 128 for d = 128, 128 x 80 for
 //               d = 256, where O (128 registers a thread) leaves room for an 80-key S only. A tile
 //               is d / 64 column blocks of the 128-byte swizzle, each its own TMA box and k-steps
@@ -60,14 +60,14 @@
 //               N = 2049; N + 1 0.1-3.2 points cheaper against N in 11 of 11 pairs, whole items
 //               0.988-1.003x, the consumers' loops byte for byte the same (runs 146-150, in the
 //               notebook)
-// expect:    at d = 128, 6-8% above rung 22's TFLOP/s at N >= 2048 for multiples of the tile
+// expect:    at d = 128, 6-8% above rung 23's TFLOP/s at N >= 2048 for multiples of the tile
 //            (run 138); a length one above a tile multiple 0-7% slower (measured, runs 147-150;
 //            what it is made of, profiled in run 146, in the notebook); causal close to the
 //            non-causal TFLOP/s (half the FLOPs counted, half the tiles visited)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
-// doc:       docs/kernels/23_final_hopper.md (its notebook: docs/notebooks/23_final_hopper.md)
+// doc:       docs/kernels/26_final_hopper.md (its notebook: docs/notebooks/26_final_hopper.md)
 // =================================================================================================
 //
 // Grid: min(#SMs, units) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers, units =
@@ -75,7 +75,7 @@
 // 128 x (1 + consumers) threads. Item t is rows [Nq - (k + 1) Br, Nq - k Br), k = t % Tq, of head
 // t / Tq = b H_q + h (Tq = ceil(Nq / Br); the first tile ragged, its Q tile from row 0); block i
 // takes the items of item_of (both in schedule.cuh, tested on the
-// CPU by tests/test_schedule23.cu). Warpgroup 0 produces; consumer c
+// CPU by tests/test_schedule26.cu). Warpgroup 0 produces; consumer c
 // (warpgroup c + 1) owns rows [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16).
 // The consumers take turns in a cycle (c hands over to c + 1, the last to 0).
 //
@@ -90,10 +90,10 @@
 // Shared memory (dynamic, + 1 KiB to align); tiles are [d / 64][rows][64] in the 128-byte swizzle:
 //   sQ [2][Br][d]            the queries of item q in stage q % 2 (q_full, q_empty; d = 256: one)
 //   sO [Br][d]               the item's output on its way out    (d = 64, 128; at d = 256: sQ)
-//   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 22's rings)
+//   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 23's rings)
 //   d = 64: 136 KiB; d = 128: 224 KiB; d = 256: 224 KiB.
 //
-// Schedule of consumer c for one item: rung 22's, with tile j = n - 1 - i at step i, the mask
+// Schedule of consumer c for one item: rung 23's, with tile j = n - 1 - i at step i, the mask
 // applied to S between its wait and the softmax on the first n_masked steps, and O's rescale (by
 // the correction of the step before) moved from the end of a step to between its two issues; the
 // item before's O is stored between the issue of step 0's S and its wait.
@@ -121,10 +121,10 @@
 #include "common/ptx/wgmma.cuh"
 #include "common/registry.h"
 #include "common/tensor_map.h"
-#include "kernels/23_final_hopper/schedule.cuh"
+#include "kernels/26_final_hopper/schedule.cuh"
 
 namespace fl {
-namespace k23_final_hopper {
+namespace k26_final_hopper {
 
 namespace gmma = ptx::gmma;
 
@@ -132,8 +132,8 @@ namespace gmma = ptx::gmma;
 // Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 80 keys
 // (40) and P (20) fit beside it in 240, S of 128 keys would not; K and V of 80 keys (2 stages x 2
 // x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
-// than 64 at N >= 2048 (docs/kernels/23_final_hopper.md).
-constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 22's), every d
+// than 64 at N >= 2048 (docs/kernels/26_final_hopper.md).
+constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 23's), every d
 constexpr int kMaxQStages = 2;  // Q's stages where a second fits (Config::kQStages)
 // A first visit whose rows see at most kNarrowKeys keys of its tile is narrow: its GEMMs read
 // those 16 keys only (consumer), and the producer loads only them (tmKNarrow, tmVNarrow).
@@ -153,7 +153,7 @@ struct Config {
   // d = 256: 128 over 80), the causal diagonal crosses tile edges inside the item, and the upper
   // consumers' rows see fewer tiles. At d = 128 (128 over 128) they see the same ones (when
   // Nk - Nq is a multiple of 128), and the kernel keeps its loop as it was: built in, the extra
-  // code measured 0.96-1.00x causal there (docs/kernels/23_final_hopper.md, "Each consumer its
+  // code measured 0.96-1.00x causal there (docs/kernels/26_final_hopper.md, "Each consumer its
   // own tiles").
   static constexpr bool kConsumerTiles = kBr != kBc;
   static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
@@ -202,7 +202,7 @@ __device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row
                                                float scale_log2) {
   // A row's max over this thread's Bc / 4 scores of it: four chains (8-key blocks b = c mod 4),
   // joined at the end. One chain would be Bc / 4 FMNMX each waiting on the last (nvcc 13.0's SASS
-  // of rung 22 shows exactly that), the whole latency on the path to the exponentials.
+  // of rung 23 shows exactly that), the whole latency on the path to the exponentials.
   float tile_max[2];
   float part[2][4];
 #pragma unroll
@@ -311,7 +311,7 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
   }
 }
 
-// A consumer warpgroup: 64 query rows of each of the block's items (rung 22's steps; see the
+// A consumer warpgroup: 64 query rows of each of the block's items (rung 23's steps; see the
 // banner for what masks and when).
 template <typename T, int kHeadDim>
 __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched, int wg,
@@ -633,7 +633,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       // -------------------------------------------------------------------------------------------
       // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
       // come first (the tiles are visited last to first) and run in a loop of their own, so that
-      // the loop of the plain ones is rung 22's, without a test (but for the rescale's place).
+      // the loop of the plain ones is rung 23's, without a test (but for the rescale's place).
       auto step = [&](int i, auto masked) {
         const uint32_t ki = k + i;
         wait_k(ki);
@@ -771,13 +771,13 @@ void dispatch_head_dim(int64_t d, F&& f) {
     case 64: f(std::integral_constant<int, 64>{}); break;
     case 128: f(std::integral_constant<int, 128>{}); break;
     case 256: f(std::integral_constant<int, 256>{}); break;
-    default: throw UnsupportedError("23_final_hopper: head_dim must be 64, 128 or 256");
+    default: throw UnsupportedError("26_final_hopper: head_dim must be 64, 128 or 256");
   }
 }
 
 bool supported_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
 
-// The tile of the call's head dim (Config); rung 22's 128 x 128 for a head dim the rung refuses.
+// The tile of the call's head dim (Config); rung 23's 128 x 128 for a head dim the rung refuses.
 TileShape tile(const AttnParams& p) {
   TileShape t{128, 128};
   if (supported_head_dim(p.head_dim)) {
@@ -848,17 +848,17 @@ void launch(const AttnParams& p, cudaStream_t stream) {
   });
 }
 
-}  // namespace k23_final_hopper
+}  // namespace k26_final_hopper
 
-const KernelInfo& kernel_23() {
+const KernelInfo& kernel_26() {
   static const KernelInfo info{23,
                                "final_hopper",
-                               "final Hopper: rung 22 with the full contract (d 64/128/256, any length, causal)",
-                               "docs/kernels/23_final_hopper.md",
+                               "final Hopper: rung 23 with the full contract (d 64/128/256, any length, causal)",
+                               "docs/kernels/26_final_hopper.md",
                                90,
-                               k23_final_hopper::tile,
-                               k23_final_hopper::supports,
-                               k23_final_hopper::launch,
+                               k26_final_hopper::tile,
+                               k26_final_hopper::supports,
+                               k26_final_hopper::launch,
                                false,
                                90};
   return info;
