@@ -510,8 +510,8 @@ void launch(const AttnParams& p, cudaStream_t stream) {
 }  // namespace k23_tma_store
 
 const KernelInfo& kernel_23() {
-  static const KernelInfo info{22,
-                               "persistent",
+  static const KernelInfo info{23,
+                               "tma_store",
                                "persistent: one block per SM walks the work items; O leaves by stmatrix and a TMA store",
                                "docs/kernels/23_tma_store.md",
                                90,

@@ -851,7 +851,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
 }  // namespace k26_final_hopper
 
 const KernelInfo& kernel_26() {
-  static const KernelInfo info{23,
+  static const KernelInfo info{26,
                                "final_hopper",
                                "final Hopper: rung 23 with the full contract (d 64/128/256, any length, causal)",
                                "docs/kernels/26_final_hopper.md",

@@ -714,7 +714,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
 }  // namespace k27_fp8
 
 const KernelInfo& kernel_27() {
-  static const KernelInfo info{24,
+  static const KernelInfo info{27,
                                "fp8",
                                "FP8: rung 26 with e4m3 Q, K, V (k32 wgmma, V^T pre-pass, P in e4m3)",
                                "docs/kernels/27_fp8.md",
