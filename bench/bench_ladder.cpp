@@ -1,4 +1,4 @@
-// Google Benchmark over the registry x the sweep of LADDER.md.
+// Google Benchmark over the registry x the project's sweep (d = 128, H = 16, N = 512 ... 16384).
 //
 //   ./build/ladder_bench --benchmark_out=results.json --benchmark_out_format=json
 //   ./build/ladder_bench --ladder_kernels=0,1,2 --ladder_n=512,1024 --ladder_d=128,64
@@ -17,9 +17,9 @@
 //   --ladder_d=LIST         head dims (default 128)
 //   --ladder_dtype=LIST     input types: fp16, bf16, e4m3 (default fp16). A kernel runs the
 //                           types it takes: the 16-bit rungs fp16 and bf16, a rung with
-//                           fp8_inputs (24) e4m3 (O fp16). Without e4m3 in the list, an fp8 rung
+//                           fp8_inputs (27) e4m3 (O fp16). Without e4m3 in the list, an fp8 rung
 //                           runs e4m3 inputs with each listed 16-bit type as O's, so that the
-//                           default sweep (and --ladder_kernels=23,24) times both on each shape;
+//                           default sweep (and --ladder_kernels=26,27) times both on each shape;
 //                           its benchmarks are named .../e4m3/... (O fp16) or .../e4m3-bf16/...
 //   --ladder_causal=0,1     (default 0)
 //   --ladder_max_seconds=S  skip a (kernel, shape) whose predicted single run exceeds S seconds

@@ -114,7 +114,8 @@ double minimum_bytes(const AttnParams& p);
 // Arithmetic intensity of the whole problem (FLOP / minimum byte).
 double problem_intensity(const AttnParams& p);
 
-// Tile model of one thread block (LADDER.md): one Br-row Q tile against all N/Bc KV tiles.
+// Tile model of one thread block (the project's design model): one Br-row Q tile against all
+// N/Bc KV tiles.
 //   FLOPs = (4 * Br * Bc * d + Br * (4 * Bc + d + 4)) * N / Bc
 //   bytes = 2 * d * (Br + N) * sizeof(elem)      (Q tile read once, K and V streamed once)
 double tile_intensity(int64_t br, int64_t bc, int64_t seqlen, int64_t head_dim,

@@ -2,7 +2,7 @@
 """Every kernel of the ladder against PyTorch's scaled_dot_product_attention, timed in one process.
 
 Loads build/libflash_ladder.so (tools/fl_api.h) through the package flash_ladder (python/) and,
-for each shape of the sweep (LADDER.md: d = 128, H = 16, N in 512..16384, B = 16 up to N = 4096,
+for each shape of the project's sweep (d = 128, H = 16, N in 512..16384, B = 16 up to N = 4096,
 8 at 8192, 4 at 16384):
 
   * times every registered kernel that supports the shape (fl_supports) and SDPA with each backend

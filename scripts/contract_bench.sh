@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Rung 16's full contract against FlashAttention-2 (PyTorch SDPA, flash backend), on the GPU
 # machine; each series one process of scripts/compare_sdpa.py, the peers timed beside the kernel:
-#   plus1   a length one above a block multiple against the multiple, at the same B (LADDER.md:
-#           at most 5% TFLOP/s lost), non-causal and causal: scripts/plus1_bench.py, which times
-#           N and N + 1 in alternating rounds (one cell of a sweep moves by a few percent from
-#           run to run, docs/results/h100_repeats/), FlashAttention-2 beside
+#   plus1   a length one above a block multiple against the multiple, at the same B (the
+#           project's target: at most 5% TFLOP/s lost), non-causal and causal:
+#           scripts/plus1_bench.py, which times N and N + 1 in alternating rounds (one cell of a
+#           sweep moves by a few percent from run to run), FlashAttention-2 beside
 #   causal  the causal sweep, N = 1024 ... 16384 at the sweep's B (at least FA2's causal speed
 #           from N = 2048)
 #   d256    d = 256, non-causal and causal

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The cost of a length one above a block multiple: TFLOP/s at N + 1 over TFLOP/s at N.
 
-LADDER.md asks rung 16 to lose at most 5% there. One cell of a sweep moves by a few percent
-from run to run (the clocks drift with the GPU's temperature: docs/results/h100_repeats/), as
+The project's target (docs/targets.md) asks rung 16 to lose at most 5% there. One cell of a
+sweep moves by a few percent from run to run (the clocks drift with the GPU's temperature), as
 much as the effect measured, and a sweep times N + 1 after N: a drift shows up as a cost. So
 this script times the two lengths in alternation, in one process, on the same inputs' shapes:
 each round times N then N + 1, the next round N + 1 then N (a drift that favours the second
@@ -15,7 +15,7 @@ Before timing, the kernel's output at N and at N + 1 is checked: where the fp32 
 computed (N <= 2048), max |ours - ref| <= 2 max |FA2 - ref| + 1e-4 (FlashAttention-2's rule);
 above, finite, and its distance to FlashAttention-2's output is printed.
 
-  python3 scripts/plus1_bench.py                        # the pairs of LADDER.md
+  python3 scripts/plus1_bench.py                        # the target's pairs
   python3 scripts/plus1_bench.py --pairs 16:2048 --causal-pairs 16:4096 --rounds 9
 
 Writes --out (JSON: every measurement, and the per-pair summary) and prints a Markdown table.
@@ -147,7 +147,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--limit", type=float, default=0.95,
-                    help="the ratio a pair must reach (LADDER.md: 0.95)")
+                    help="the ratio a pair must reach (the target: 0.95)")
     ap.add_argument("--out", default="plus1.json")
     args = ap.parse_args()
     if not torch.cuda.is_available():

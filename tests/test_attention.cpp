@@ -30,7 +30,8 @@ TEST(Formulas, AttentionFlops) {
 }
 
 TEST(Formulas, TileIntensityWorkedExample) {
-  // LADDER.md / the issue: Br = 64 (Bc = 64), N = 4096, d = 128, fp16 -> about 63.8 FLOP/byte.
+  // The design model's worked example: Br = 64 (Bc = 64), N = 4096, d = 128, fp16 -> about 63.8
+  // FLOP/byte.
   // FLOPs = (4*64*64*128 + 64*(4*64 + 128 + 4)) * 4096/64 = 135,806,976
   // bytes = 2*128*(64 + 4096)*2 = 2,129,920
   const double ai = fl::tile_intensity(64, 64, 4096, 128, 2);

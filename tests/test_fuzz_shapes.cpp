@@ -1,5 +1,5 @@
 // The fuzz test's shape generator (tests/fuzz_shapes.h), on the CPU: a seed names the same cases
-// every time, the draws cover the space the issue asks for, and lengths snap to the tile.
+// every time, the draws cover the space the contract asks for, and lengths snap to the tile.
 #include <gtest/gtest.h>
 
 #include <set>

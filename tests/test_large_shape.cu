@@ -1,6 +1,7 @@
 // Tensors of more than 2^31 elements (GPU; skipped without one, or without the memory): every
-// kernel must index them with 64-bit offsets. The decision of issue 5: a shape that a kernel
-// claims works whatever its element count; no kernel refuses a shape for its size alone.
+// kernel must index them with 64-bit offsets. The project's rule (docs/contract.md): a shape
+// that a kernel claims works whatever its element count; no kernel refuses a shape for its size
+// alone.
 //
 // The shape: dense BHND, B = 64, H = 1025, N = 256, d = 128: 2,149,580,800 elements per tensor,
 // just past 2^31 = 2,147,483,648, so that the last ~2 million elements of Q, K, V, O (the last

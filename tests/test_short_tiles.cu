@@ -102,7 +102,8 @@ std::vector<Case> cases(fl::DType t, int64_t d) {
   const int64_t br = s.config.br, bc = s.config.bc, rows = s.split.rows, keys = s.split.keys;
   const std::string ty = std::string(fl::to_string(t)) + "_d" + std::to_string(d) + "_";
   std::vector<Case> out;
-  // Nq = 2 Br + 1, Nk = 3 Bc + 1: the +1 of LADDER.md on both sides (split, narrow).
+  // Nq = 2 Br + 1, Nk = 3 Bc + 1: a length one above a block multiple (the target's +1) on both
+  // sides (split, narrow).
   out.push_back({ty + "split1_narrow1", spec(t, d, 2 * br + 1, 3 * bc + 1, false)});
   // The largest split tile and the widest narrow visit (`keys` keys in the last KV tile).
   out.push_back({ty + "split_max_narrow_max", spec(t, d, br + rows, 2 * bc + keys, false)});
