@@ -4,18 +4,20 @@
 Inputs, all under docs/results/:
   * the JSON of scripts/compare_sdpa.py holding rung 16, rungs 17-21 and PyTorch SDPA's
     backends timed in one process per series (--sdpa; fp16 and bf16, d = 128);
-  * the JSON of the final Hopper rungs (--final): rungs 16, 19-23 and the SDPA backends, fp16,
+  * the JSON of the final Hopper rungs (--final): rungs 16-26 and the SDPA backends, fp16,
     d = 64, 128 and 256, causal and not, one process per series;
   * Google Benchmark JSON of the C++ sweep (build/ladder_bench; --bench);
   * Google Benchmark JSON of bench/bench_wgmma_ceiling.cu (--ceiling): wgmma m64n128k16 issued
     back to back from shared memory, the instruction shape of the rungs' GEMMs.
 
 Writes, between markers:
-  * README.md, <!-- BEGIN hopper-table --> ... <!-- END hopper-table -->: TFLOP/s of rungs 16+
-    and the peers per N, each cell with its ratio to cuDNN (fp16), and the bf16/fp16 ratios;
-  * README.md, <!-- BEGIN hopper-ladder-table --> ...: the same for rungs 16-23 from --final (fp16);
-  * README.md, <!-- BEGIN final-table --> ...: the final rung (23) in every series of --final,
-    with its ratios to cuDNN and FlashAttention-2; the same block on page 23 (final-series);
+  * docs/results/README.md, <!-- BEGIN hopper-table --> ... <!-- END hopper-table -->: TFLOP/s of
+    rungs 16-21 and the peers per N from --sdpa, each cell with its ratio to cuDNN (fp16), and
+    the bf16/fp16 ratios;
+  * README.md, <!-- BEGIN hopper-ladder-table --> ...: the same for every rung of --final (fp16);
+  * docs/results/README.md, <!-- BEGIN final-table --> ...: the final rung (26) in every series
+    of --final, with its ratios to cuDNN and FlashAttention-2; the same block on page 26
+    (final-series);
   * docs/kernels/NN_*.md for NN >= 17, <!-- BEGIN hopper-results --> ... <!-- END ... -->: the
     rung's TFLOP/s, its ratio to the rung before, to FlashAttention-2 and to cuDNN, its fraction
     of the wgmma ceiling, and the C++ sweep (rungs 17-21 from --sdpa, 22+ from --final).
@@ -210,16 +212,17 @@ def main():
     meta, table = load_sdpa(args.sdpa)
     bench, ceiling = load_bench(args.bench), load_ceiling(args.ceiling)
     ns = sorted({n for (t, i), row in table.items() if t == "fp16" for n in row})
-    updates = [replace_block(os.path.join(REPO, "README.md"), "hopper-table",
-                             readme_block(meta, table, ns, rel(args.sdpa))) + ("README.md",)]
+    results_readme = os.path.join("docs", "results", "README.md")
+    updates = [replace_block(os.path.join(REPO, results_readme), "hopper-table",
+                             readme_block(meta, table, ns, rel(args.sdpa))) + (results_readme,)]
     final_meta, final_table = load_sdpa(args.final)
     final_ns = sorted({n for (t, i), row in final_table.items() if t == "fp16" for n in row})
     block = final_block(args.final, rel(args.final))
     updates.append(replace_block(os.path.join(REPO, "README.md"), "hopper-ladder-table",
                                  readme_block(final_meta, final_table, final_ns, rel(args.final),
                                               dtypes=("fp16",))) + ("README.md",))
-    updates.append(replace_block(os.path.join(REPO, "README.md"), "final-table", block)
-                   + ("README.md",))
+    updates.append(replace_block(os.path.join(REPO, results_readme), "final-table", block)
+                   + (results_readme,))
     # Rungs 17-21 from --sdpa, 22 and up from --final (each against the rung before in its file).
     for src, m, t, n_list, lo, hi in ((args.sdpa, meta, table, ns, FIRST_HOPPER, 21),
                                       (args.final, final_meta, final_table, final_ns, 22, 99)):

@@ -3,12 +3,12 @@
 //
 //   ./build/ladder                         every kernel, default shape, verified and timed
 //   ./build/ladder --kernel 2 --n 4096     one kernel, N = 4096
-//   ./build/ladder --kernel best --causal  the highest-numbered kernel that takes the shape here
+//   ./build/ladder --kernel best --causal  the fastest kernel that takes the shape here
 //   ./build/ladder --q q.npy --k k.npy --v v.npy --kernel 1 --o o.npy
 //   ./build/ladder --list                  the kernels this build has
 //   ./build/ladder --kernel 27 --dtype e4m3 --out-dtype bf16 --descale head
 //
-// Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (24) e4m3
+// Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (27) e4m3
 // inputs only (O in fp16 or bf16, --out-dtype). With no --kernel, or with no --dtype, each kernel
 // runs the shape in the type it takes: the 16-bit rungs in the 16-bit type (--dtype, or
 // --out-dtype when --dtype is e4m3), the fp8 rungs in e4m3 with that type as O's (or
@@ -52,7 +52,8 @@ void usage() {
   std::printf(
       "usage: ladder [options]\n"
       "  --kernel K       kernel number or name (repeat or comma-separate; default: all), or\n"
-      "                   best: the highest-numbered kernel that can run the shape on this GPU\n"
+      "                   best: the fastest kernel that can run the shape on this GPU (the\n"
+      "                   highest-numbered one that can)\n"
       "  --list           list the kernels of this build and exit\n"
       "  --batch B        (default 8)      --heads H   (default 16)   --heads-kv H_kv\n"
       "  --n N            sets Nq = Nk (default 2048)   --nq Nq   --nk Nk\n"

@@ -25,7 +25,7 @@ FL_INTERNAL_ERROR = 4
 
 # 0 = fp16, 1 = bf16 (fl_attention_params::dtype and ::out_dtype), by the dtype's name: the types
 # flash_ladder.attention takes. The C API also takes e4m3 inputs (FL_E4M3, with out_dtype and the
-# descale fields of Params), for the FP8 rung; the package does not pass them (yet).
+# descale fields of Params), for the FP8 rung (27); the package does not pass them (yet).
 DTYPE_CODES = {"float16": 0, "bfloat16": 1}
 FL_E4M3 = 2
 
@@ -248,9 +248,10 @@ class Library:
 
 def best_kernel(library, params):
     """The kernel "best" stands for, as the library chooses it (fl_best_kernel, tools/fl_api.h):
-    of the kernels that can run the call on the current device, the highest-numbered (the ladder's
-    order is its order of speed; the Hopper rungs, 17 and up, refuse every GPU but compute
-    capability 9.0). Raises UnsupportedError, with every kernel's reason, when none can."""
+    the fastest kernel that can run the call on the current device, which is the highest-numbered
+    one that can (the ladder's order is its order of speed; the Hopper rungs, 17 and up, refuse
+    every GPU but compute capability 9.0). Raises UnsupportedError, with every kernel's reason,
+    when none can."""
     return library.best(params)
 
 

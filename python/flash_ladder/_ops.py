@@ -85,9 +85,10 @@ def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=Fa
     of 8 elements, pointers 16-byte aligned: the library says which rule a call breaks). H_q a
     multiple of H_kv: grouped-query attention, query head h reads key/value head h // (H_q/H_kv).
     causal: key j visible to query i when j <= i + Nk - Nq (bottom-right aligned). scale: None for
-    1/sqrt(d). kernel: a rung number, or "best" (_capi.best_kernel: the highest rung that
-    supports the call on this GPU). Returns O, a new tensor of q's shape in the same layout
-    (contiguous), and with return_lse=True also the log-sum-exp, float32 [B, H_q, Nq], as (O, LSE).
+    1/sqrt(d). kernel: a rung number, or "best" (_capi.best_kernel: the fastest rung that
+    supports the call on this GPU, the highest-numbered one that does). Returns O, a new tensor
+    of q's shape in the same layout (contiguous), and with return_lse=True also the log-sum-exp,
+    float32 [B, H_q, Nq], as (O, LSE).
     The kernel is enqueued on the current CUDA stream.
 
     Argument errors raise ValueError / TypeError; the library's refusals and failures raise
