@@ -1,27 +1,19 @@
 // =================================================================================================
-// Kernel 23 of 27 — persistent: one block per SM walks a queue of work items
-// builds on: 21 (intra-warpgroup overlap)
-// changes:   1. the grid is one block per SM (fewer when there are fewer items); block i takes the
-//               work items i, i + G, i + 2G, ... (G blocks), an item being (query tile, head,
-//               batch), query tiles fastest: the blocks running at one time share K/V heads in L2.
-//               The launch's tail (a last wave of few blocks) and each block's prologue (barrier
-//               init, descriptor setup) are paid once per SM, not once per tile
-//            2. the producer runs ahead across items: it loads the next item's Q as soon as both
-//               consumers have issued their last S of this item (mbarrier pair q_full / q_empty),
-//               and its K/V, so the next item's first tiles land during this item's last steps
-//            3. O leaves through shared memory: stmatrix writes the normalised tile into a
+// Kernel 23 of 27 — TMA-store epilogue: O leaves through shared memory while the consumer goes on
+// builds on: 22 (persistent)
+// changes:   1. O leaves through shared memory: stmatrix writes the normalised tile into a
 //               128-byte-swizzled buffer, one thread per consumer stores it with a TMA store
 //               (cp.async.bulk.tensor, shared -> global), and the consumer goes on to the next
 //               item at once; it waits for that store to have read the buffer only when it needs
 //               the buffer again, an item later
-//            4. the 32 KiB of that buffer come from the K/V ring: K and V get rings of their own,
+//            2. the 32 KiB of that buffer come from the K/V ring: K and V get rings of their own,
 //               2 stages each, with their own barriers. K_j is released as soon as S_j is done,
 //               V_j after P_j·V_j: 2 stages give the producer the lead that 3 shared ones gave
-// expect:    TFLOP/s above rung 21 at every N, the most at N = 512 and 1024 (short items: the
-//            prologue, the epilogue and the tail are a larger part of each)
+// expect:    TFLOP/s above rung 22, the most at N = 512 and 1024 (short items: the epilogue is a
+//            larger part of each)
 // supports:  fp16, bf16; d = 128; Nq a multiple of 128; Nk a multiple of 128; non-causal; GQA;
-//            LSE output; any scale; strides (16-byte multiples, below 2^40 bytes: TMA's rules);
-//            compute capability 9.0 only
+//            LSE output; any scale; strides (16-byte multiples, below 2^40 bytes: TMA's rules, O's
+//            too); at most 2^31 - 1 work items; compute capability 9.0 only
 // doc:       docs/kernels/23_tma_store.md
 // =================================================================================================
 //
@@ -36,12 +28,14 @@
 //   sO [128][128]            the item's output on its way out    (consumer c: rows 64c..64c+63)
 //   sK [2][128][128]         keys of KV tile k in stage k % 2    (k_full[], k_empty[])
 //   sV [2][128][128]         values of KV tile k in stage k % 2  (v_full[], v_empty[])
-// k counts the block's KV tiles over all its items, so the rings do not restart between items.
+// k counts the block's KV tiles over all its items, so the rings do not restart between items
+// (rung 22's count, now of two rings).
 // Every tile is two 64-column blocks in the 128-byte swizzle, as in rung 18.
 //
 // Registers of a consumer thread: as rung 21.
 //
-// Schedule of consumer c for one item (n KV tiles; stage of tile j = (k0 + j) % 2):
+// Schedule of consumer c for one item (n KV tiles; stage of tile j = (k0 + j) % 2), rung 22's
+// with K and V waited for and released apart, and the new epilogue:
 //   wait q_full
 //   step 0:  wait K_0; sync turn c; issue S_0, commit; arrive turn 1-c; wait 0; release K_0;
 //            softmax; pack
@@ -173,8 +167,9 @@ struct Barriers {
 // Use u of a ring slot (u = tile count / kStages) waits for the phase of parity u % 2.
 __device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
 
-// The producer: one thread. For each item: Q once the consumers are done with the last item's,
-// then K_j and V_j, each as soon as its stage is free. It runs ahead into the next item.
+// The producer: rung 22's, one thread. For each item: Q once the consumers are done with the last
+// item's, then K_j and V_j, each as soon as its stage of its own ring is free. It runs ahead into
+// the next item.
 __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched,
                                          const CUtensorMap* tmQ, const CUtensorMap* tmK,
                                          const CUtensorMap* tmV, uint8_t* sQ, uint8_t* sK,
@@ -206,9 +201,9 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
 }
 
 // A consumer warpgroup: 64 query rows of each of the block's items. `wg` is the consumer's
-// index, 0 or 1 (warpgroup wg + 1 of the block). The steps of an item are rung 21's; what is new
-// is around them: the rings' counters carry over from item to item, and the epilogue goes
-// through sO and a TMA store.
+// index, 0 or 1 (warpgroup wg + 1 of the block). The item loop is rung 22's; what is new: K and V
+// are waited for and released apart (two rings), and the epilogue goes through sO and a TMA
+// store.
 template <typename T>
 __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched, int wg,
                                          const CUtensorMap* tmO, const uint8_t* sQ,
@@ -512,7 +507,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
 const KernelInfo& kernel_23() {
   static const KernelInfo info{23,
                                "tma_store",
-                               "persistent: one block per SM walks the work items; O leaves by stmatrix and a TMA store",
+                               "TMA-store epilogue: O leaves by stmatrix and a TMA store",
                                "docs/kernels/23_tma_store.md",
                                90,
                                k23_tma_store::tile,
