@@ -1523,19 +1523,24 @@ def fig_accumulator(out):
 
 # ------------------------------------------------------------------------------------------------
 def fig_persistent(out):
-    """Rung 21 against rung 23 at the boundary between two work items on one SM: a schematic on a
-    toy clock (not measured). Checks that rung 23's kernel still has the calls drawn."""
-    src = read("kernels/23_tma_store/tma_store.cu")
+    """Rungs 21, 22 and 23 at the boundary between two work items on one SM: a schematic on a toy
+    clock (not measured). Checks that rung 22's kernel still walks the items with Q released after
+    an item's last S and O stored from registers, and that rung 23's still has the calls drawn."""
+    src22 = read("kernels/22_persistent/persistent.cu")
+    for call in ("t += gridDim.x", "ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty))",
+                 "TypeTraits<T>::from_float2("):
+        if call not in src22:
+            fail(f"hopper_persistent_22: `{call}` not in kernels/22_persistent/persistent.cu")
+    src23 = read("kernels/23_tma_store/tma_store.cu")
     for call in ("ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty))", "ptx::stmatrix_x4(",
                  "ptx::tma::store_4d(", "ptx::tma::wait_group_read<0>();"):
-        if call not in src:
+        if call not in src23:
             fail(f"hopper_persistent_22: `{call}` not in kernels/23_tma_store/tma_store.cu")
     T = {"launch": 0.6, "load": 0.8, "step": 1.0, "tiles": 4, "epi21": 0.8, "stsm": 0.2,
          "store": 0.6}
     steps = T["tiles"] * T["step"]
-    lanes21, lanes22, busy21, busy22 = [], [], [], []
     # Rung 21: one block per query tile; the SM's next block starts when this one has exited.
-    prod, cons = [], []
+    prod, cons, busy21 = [], [], []
     t = 0.0
     for item in "AB":
         cons.append(("idle", t, t + T["launch"], "init"))
@@ -1546,38 +1551,51 @@ def fig_persistent(out):
         t += steps
         cons.append(("epi", t, t + T["epi21"], "O → gmem"))
         t += T["epi21"]
-    end21 = t
-    lanes21 = [("producer / TMA", prod), ("consumers (warps)", cons)]
-    # Rung 23: one block per SM; Q and K/V of item B land during item A's last step; the epilogue
-    # is stmatrix into shared memory, then a TMA store nobody waits for.
-    prod, cons, store = [], [], []
-    t = 0.0
-    cons.append(("idle", t, t + T["launch"], "init"))
-    prod.append(("issue", T["launch"], T["launch"] + T["load"], "load A"))
-    t = T["launch"] + T["load"]
-    for k, item in enumerate("AB"):
-        cons.append(("steps", t, t + steps, f"item {item}: {T['tiles']} steps"))
-        busy22.append((t, t + steps))
-        if k == 0:  # the last S of A releases Q: the producer loads B's Q (and its K/V) now
-            q_free = t + steps - T["step"]
-            prod.append(("issue", q_free, q_free + T["load"], "load B"))
-        t += steps
-        cons.append(("epi", t, t + T["stsm"], ""))
-        store.append(("store", t + T["stsm"], t + T["stsm"] + T["store"], f"O_{item}"))
-        t += T["stsm"]
-    end22 = max(t, store[-1][2])
-    lanes22 = [("producer / TMA", prod), ("consumers (warps)", cons), ("TMA store", store)]
+    panel21 = ([("producer / TMA", prod), ("consumers (warps)", cons)], busy21, t)
+
+    # Rungs 22 and 23: one block per SM; the last S of A releases Q, and the producer loads B's Q
+    # (and its K/V) during A's last step. Rung 22 still writes O from the warps; rung 23 puts it
+    # into shared memory by stmatrix and leaves the rest to a TMA store nobody waits for.
+    def persistent(tma_store):
+        prod, cons, store, busy = [], [], [], []
+        cons.append(("idle", 0.0, T["launch"], "init"))
+        prod.append(("issue", T["launch"], T["launch"] + T["load"], "load A"))
+        t = T["launch"] + T["load"]
+        for k, item in enumerate("AB"):
+            cons.append(("steps", t, t + steps, f"item {item}: {T['tiles']} steps"))
+            busy.append((t, t + steps))
+            if k == 0:
+                q_free = t + steps - T["step"]
+                prod.append(("issue", q_free, q_free + T["load"], "load B"))
+            t += steps
+            if tma_store:
+                cons.append(("epi", t, t + T["stsm"], ""))
+                store.append(("store", t + T["stsm"], t + T["stsm"] + T["store"], f"O_{item}"))
+                t += T["stsm"]
+            else:
+                cons.append(("epi", t, t + T["epi21"], "O → gmem"))
+                t += T["epi21"]
+        lanes = [("producer / TMA", prod), ("consumers (warps)", cons)]
+        if tma_store:
+            lanes.append(("TMA store", store))
+            t = max(t, store[-1][2])
+        return lanes, busy, t
+
+    panels = [
+        (panel21, "Rung 21: a block per query tile; the SM's next block starts when this one has "
+         "written O and exited"),
+        (persistent(False), "Rung 22: one block per SM walks the items; B's loads under A's last "
+         "step, O still written by the warps"),
+        (persistent(True), "Rung 23: as rung 22, and O leaves by stmatrix + a TMA store that the "
+         "warps do not wait for"),
+    ]
     style = {"idle": (COLOURS["idle"], None), "issue": (COLOURS["tma"], None),
              "steps": (COLOURS["S"], None), "epi": (COLOURS["softmax"], None),
              "store": (COLOURS["PV"], None)}
-    end = max(end21, end22)
-    fig, axes = plt.subplots(2, 1, figsize=(11.5, 4.6))
-    for ax, lanes, busy, title, e in (
-        (axes[0], lanes21, busy21, "Rung 21: a block per query tile; the SM's next block starts "
-         "when this one has written O and exited", end21),
-        (axes[1], lanes22, busy22, "Rung 23: one block per SM walks the items; B's loads under "
-         "A's last step, O leaves by stmatrix + a TMA store", end22),
-    ):
+    end = max(e for (_, _, e), _ in panels)
+    fig, axes = plt.subplots(3, 1, figsize=(11.5, 6.2), gridspec_kw={
+        "height_ratios": [len(lanes) + 1.2 for (lanes, _, _), _ in panels]})
+    for ax, ((lanes, busy, e), title) in zip(axes, panels):
         ys = list(range(len(lanes), 0, -1))
         for y, (_, bars) in zip(ys, lanes):
             for kind, a, b, text in bars:
@@ -1597,9 +1615,9 @@ def fig_persistent(out):
     foot = ("Schematic on a toy clock (not measured): two work items of "
             f"{T['tiles']} KV tiles on one SM; a step is both consumers' turn-taking GEMMs and "
             "softmax (rung 21's); 'load': Q and the first K/V tiles (TMA); yellow: the epilogue "
-            "on the warps. The measured effect is on page 22 (1.28x rung 21 at N = 512).")
+            "on the warps. The measured effects are on pages 22 and 23.")
     fig.text(0.01, 0.005, textwrap.fill(foot, 180), fontsize=7, color="#555555")
-    fig.subplots_adjust(left=0.13, right=0.99, top=0.93, bottom=0.1, hspace=0.45)
+    fig.subplots_adjust(left=0.13, right=0.99, top=0.95, bottom=0.08, hspace=0.5)
     save(fig, out, "hopper_persistent_22.png")
 
 
