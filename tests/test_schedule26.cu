@@ -242,3 +242,62 @@ TEST(Schedule23, UnitsBalanceCausalItemsWhereSingleItemsDoNot) {
 }
 
 }  // namespace
+
+// Rung 27's copy of the schedule (kernels/27_fp8/schedule.cuh, rung 26's but for its namespace):
+// the same schedule, items, consumers' visits and blocks' items as rung 26's for rung 27's tile
+// shapes (Br = 192 at d = 64, 128 otherwise; Bc = 128 at every d), so the brute force above
+// covers it too.
+#include <tuple>
+
+#include "kernels/27_fp8/schedule.cuh"
+
+namespace {
+
+namespace s26 = fl::k26_final_hopper;
+namespace s27 = fl::k27_fp8;
+
+template <typename W>
+auto fields(const W& w) {
+  return std::make_tuple(w.q0, w.q1, w.head, w.batch, w.n, w.n_masked, w.first_keys);
+}
+
+template <int kBr, int kBc>
+void check_27_as_26(int64_t nq, int64_t nk, bool causal, int heads) {
+  SCOPED_TRACE("Br " + std::to_string(kBr) + " Nq " + std::to_string(nq) + " Nk " +
+               std::to_string(nk) + (causal ? " causal" : ""));
+  const s26::Schedule a = s26::make_schedule(kBr, nq, nk, heads, causal);
+  const s27::Schedule b = s27::make_schedule(kBr, nq, nk, heads, causal);
+  ASSERT_EQ(std::make_tuple(a.q_tiles, a.count, a.units, a.seqlen_q, a.seqlen_k, a.causal),
+            std::make_tuple(b.q_tiles, b.count, b.units, b.seqlen_q, b.seqlen_k, b.causal));
+  for (int t = 0; t < a.count; ++t) {
+    const s26::Work wa = s26::work_of<kBr, kBc>(t, a, heads);
+    const s27::Work wb = s27::work_of<kBr, kBc>(t, b, heads);
+    ASSERT_EQ(fields(wa), fields(wb)) << "item " << t;
+    for (int c = 0; c < kBr / 64; ++c) {
+      ASSERT_EQ(fields(s26::consumer_work<kBc>(wa, c, a)),
+                fields(s27::consumer_work<kBc>(wb, c, b)))
+          << "item " << t << " consumer " << c;
+    }
+  }
+  for (unsigned blocks : {1u, 7u, 132u}) {
+    ASSERT_EQ(s26::slot_count(blocks, a), s27::slot_count(blocks, b));
+    for (unsigned block = 0; block < blocks; ++block) {
+      for (unsigned slot = 0; slot < s26::slot_count(blocks, a); ++slot) {
+        ASSERT_EQ(s26::item_of(slot, blocks, block, a), s27::item_of(slot, blocks, block, b))
+            << blocks << " blocks, block " << block << " slot " << slot;
+      }
+    }
+  }
+}
+
+TEST(Schedule27, SameAsRung26ForItsTileShapes) {
+  for (bool causal : {false, true}) {
+    for (auto nq_nk : {std::pair<int, int>{1, 1}, {1, 300}, {300, 1}, {129, 257}, {513, 513},
+                       {640, 384}, {192, 193}, {1025, 1025}, {4097, 4097}}) {
+      check_27_as_26<128, 128>(nq_nk.first, nq_nk.second, causal, 6);
+      check_27_as_26<192, 128>(nq_nk.first, nq_nk.second, causal, 6);
+    }
+  }
+}
+
+}  // namespace

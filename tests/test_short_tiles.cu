@@ -8,6 +8,7 @@
 //   warp other than the slab's first computes, which must reach every row of the split tile
 //   through the merge.
 // Rung 26, the final Hopper rung, runs the same shapes and its own edges (Rung23PassesAtEveryEdge).
+// Rung 27 (FP8) runs the edges of its own narrow first visit, in e4m3 (Rung27PassesAtEveryEdge).
 // Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
 // written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
 #include <gtest/gtest.h>
@@ -322,6 +323,51 @@ TEST(ShortTiles, NaNInAnotherWarpsKeysReachesTheSplitRows) {
     }
     EXPECT_EQ(nan_rows, group * nq);
   }
+}
+
+
+// Rung 27 (FP8) at the edges of its narrow first visit, 64 keys where rung 26's is 16 (P.V takes
+// keys in k32 steps): a last KV tile of 1, 64 and 65 keys (narrow, the widest narrow, whole)
+// behind whole ones, and items of one narrow visit (K loaded as 64 rows, V^T whole); causal
+// N + 1, a last KV tile of 64 keys causal, and rows that see no key; per d with its tile shape.
+// e4m3 inputs with the descales per head and the LSE (the deferred epilogue stores an item's LSE
+// while the next item runs, with the scale of the stored item's head), O in fp16 and bf16.
+TEST(ShortTiles, Rung27PassesAtEveryEdge) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k = fl::find_kernel("27");
+  if (k == nullptr) GTEST_SKIP() << "rung 27 is not in this build (FL_KERNELS, FL_HOPPER)";
+  fl::CublasHandle cublas;
+  int ran = 0;
+  for (fl::DType out : {fl::DType::f16, fl::DType::bf16}) {
+    for (int64_t d : {64, 128, 256}) {
+      const fl::TileShape tile = k->tile(fl::make_params(fl::DType::f16, 1, 1, 1, 1, d));
+      const int64_t br = tile.br, bc = tile.bc;
+      const fl::DType t = fl::DType::e4m3;
+      const std::string ty = "e4m3_" + std::string(fl::to_string(out)) + "_d" +
+                             std::to_string(d) + "_";
+      std::vector<Case> all = {
+          {ty + "kv_tile_1", spec(t, d, br + 1, 2 * bc + 1, false)},
+          {ty + "kv_tile_64", spec(t, d, 2 * br - 1, 2 * bc + 64, false)},
+          {ty + "kv_tile_65", spec(t, d, br + 65, 2 * bc + 65, false)},
+          {ty + "one_narrow_visit", spec(t, d, 1000, 5, false)},
+          {ty + "causal_n_plus_1", spec(t, d, 2 * br + 1, 2 * br + 1, true)},
+          {ty + "causal_kv_tile_64", spec(t, d, br + 64, 2 * bc + 64, true)},
+          {ty + "causal_items_see_no_key", spec(t, d, 2 * br + 5, 3, true)},
+      };
+      for (Case& c : all) {
+        c.spec.out_dtype = out;
+        c.spec.descale_per_head = true;
+        const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
+        if (why.find("compute capability") != std::string::npos) {
+          GTEST_SKIP() << "rung 27 needs compute capability 9.0: " << why;
+        }
+        ASSERT_EQ(why, "") << c.name << ": rung 27 claims every length";
+        expect_passes(*k, c, cublas);
+        ++ran;
+      }
+    }
+  }
+  EXPECT_EQ(ran, 2 * 3 * 7);
 }
 
 }  // namespace
