@@ -86,7 +86,7 @@ template <int kHeadDim>
 struct Config {
   // d = 64: three consumers (Br = 192): the GEMMs of a tile are half those of d = 128 while its
   // softmax is the same, so a third warpgroup's GEMMs are needed to keep the tensor cores busy
-  // while two are in their softmax. A consumer's O, S and P (32 + 64 + 32 registers) fit in 160.
+  // while two are in their softmax. A consumer's O, S and P (32 + 64 + 16 registers) fit in 160.
   static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
   static constexpr int kBr = 64 * kConsumers;
   static constexpr int kBc = 128;
@@ -105,7 +105,7 @@ struct Config {
   static constexpr int o_tile_bytes(int rows) { return rows * kHeadDim * 2; }  // 16-bit O
   static constexpr int kVtTileBytes = kHeadDim * kBc;
   // O is never staged in sQ (rung 26's d = 256): a 16-bit O is twice an e4m3 Q tile, and its own
-  // buffer fits at every d (kSmemBytes), so the epilogue is deferred at every d.
+  // buffer fits at every d (kSmemBytes). (The deferred epilogue: kDeferEpilogue, consumer.)
   static constexpr bool kOInQ = false;
   // Two Q stages when a second one fits beside O's buffer (d = 64, 128): the next item's Q is
   // loaded while this item's steps run, not after its last S (the item before's Q is released
@@ -279,8 +279,9 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
   }
 }
 
-// A consumer warpgroup: 64 query rows of each of the block's items (rung 23's steps; see the
-// banner for what masks and when).
+// A consumer warpgroup: 64 query rows of each of the block's items (rung 26's steps; see its
+// banner for what masks and when), with k32 GEMMs, P packed to e4m3 and the factors of the
+// item's head.
 template <typename T, int kHeadDim>
 __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched,
                                          const Factors* factors, int wg, const CUtensorMap* tmO,
@@ -444,8 +445,9 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     // has finished its last S (the wait on its last P.V), and its rows of sQ are its own.
     if (!C::kOInQ && leader) ptx::tma::wait_group_read<0>();
     ptx::named_barrier_sync(kOwn + wg, 128);
-    // The consumer's rows 64 wg .. 64 wg + 63 of each column block of the staging tile (the
-    // layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16 rows.
+    // The consumer's rows 64 wg .. 64 wg + 63 of each column block of the 16-bit staging tile
+    // (rung 26's layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16
+    // rows.
     const uint32_t o_base = ptx::smem_addr(sO) + wg * 64 * 128;
     const int m = lane / 8;
     const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;  // this lane's row of the 64
@@ -680,7 +682,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
 
       // -------------------------------------------------------------------------------------------
       // EPILOGUE: O dv / l packed now; stored (stmatrix, TMA) with the LSE while the next item's
-      // first S runs (flush, at STEP 0 above), or now where O is staged in sQ
+      // first S runs (flush, at STEP 0 above), or now at d = 256 (kDeferEpilogue)
       // -------------------------------------------------------------------------------------------
       pack_o();
       if constexpr (kDeferEpilogue) {
