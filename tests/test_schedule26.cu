@@ -6,7 +6,8 @@
 // counted right (a narrow visit is one of at most 16); a consumer's visits are the item's last
 // ones, and the consumers' together the item's; and causal, the units (pairs of a long and a short
 // item) keep the busiest block within 5% of the mean where single items, in a round robin or a
-// snake, left it at 1.2-1.9x.
+// snake, left it at 1.2-1.9x. Rungs 25 and 27 keep copies of the schedule: the tests at the end
+// check them against rung 26's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -296,6 +297,74 @@ TEST(Schedule27, SameAsRung26ForItsTileShapes) {
                        {640, 384}, {192, 193}, {1025, 1025}, {4097, 4097}}) {
       check_27_as_26<128, 128>(nq_nk.first, nq_nk.second, causal, 6);
       check_27_as_26<192, 128>(nq_nk.first, nq_nk.second, causal, 6);
+    }
+  }
+}
+
+}  // namespace
+
+// Rung 25's schedule (kernels/25_schedule/schedule.cuh): rung 26's without the count of a first
+// visit's keys (Work::first_keys, which only rung 26's narrow first visit reads). The same
+// schedule, items, consumers' visits and blocks' items as rung 26's for the same tile shapes
+// (192 x 128, 128 x 128, 128 x 80), at the shapes and the causal diagonal offsets of the brute
+// force above, so that it covers rung 25 too.
+#include "kernels/25_schedule/schedule.cuh"
+
+namespace {
+
+namespace s25 = fl::k25_schedule;
+
+template <typename W>
+auto fields_25(const W& w) {
+  return std::make_tuple(w.q0, w.q1, w.head, w.batch, w.n, w.n_masked);
+}
+
+template <int kBr, int kBc>
+void check_25_as_26(int64_t nq, int64_t nk, bool causal, int heads) {
+  SCOPED_TRACE("Br " + std::to_string(kBr) + " Bc " + std::to_string(kBc) + " Nq " +
+               std::to_string(nq) + " Nk " + std::to_string(nk) + (causal ? " causal" : ""));
+  const s26::Schedule a = s26::make_schedule(kBr, nq, nk, heads, causal);
+  const s25::Schedule b = s25::make_schedule(kBr, nq, nk, heads, causal);
+  ASSERT_EQ(std::make_tuple(a.q_tiles, a.count, a.units, a.seqlen_q, a.seqlen_k, a.causal),
+            std::make_tuple(b.q_tiles, b.count, b.units, b.seqlen_q, b.seqlen_k, b.causal));
+  for (int t = 0; t < a.count; ++t) {
+    const s26::Work wa = s26::work_of<kBr, kBc>(t, a, heads);
+    const s25::Work wb = s25::work_of<kBr, kBc>(t, b, heads);
+    ASSERT_EQ(fields_25(wa), fields_25(wb)) << "item " << t;
+    for (int c = 0; c < kBr / 64; ++c) {
+      ASSERT_EQ(fields_25(s26::consumer_work<kBc>(wa, c, a)),
+                fields_25(s25::consumer_work<kBc>(wb, c, b)))
+          << "item " << t << " consumer " << c;
+    }
+  }
+  for (unsigned blocks : {1u, 7u, 132u, static_cast<unsigned>(a.units) + 5}) {
+    ASSERT_EQ(s26::slot_count(blocks, a), s25::slot_count(blocks, b));
+    for (unsigned block = 0; block < blocks; ++block) {
+      for (unsigned slot = 0; slot < s26::slot_count(blocks, a); ++slot) {
+        ASSERT_EQ(s26::item_of(slot, blocks, block, a), s25::item_of(slot, blocks, block, b))
+            << blocks << " blocks, block " << block << " slot " << slot;
+      }
+    }
+  }
+}
+
+TEST(Schedule25, SameAsRung26ButTheFirstVisitsKeys) {
+  for (bool causal : {false, true}) {
+    for (auto nq_nk : {std::pair<int, int>{1, 1}, {1, 300}, {300, 1}, {128, 128}, {129, 257},
+                       {300, 77}, {77, 300}, {513, 513}, {640, 384}, {192, 193}, {1025, 1025},
+                       {4097, 4097}}) {
+      check_25_as_26<128, 128>(nq_nk.first, nq_nk.second, causal, 6);
+      check_25_as_26<192, 128>(nq_nk.first, nq_nk.second, causal, 6);
+      check_25_as_26<128, 80>(nq_nk.first, nq_nk.second, causal, 6);
+    }
+  }
+  for (int nq : {1, 5, 128, 200}) {
+    for (int delta :
+         {-129, -128, -127, -81, -80, -79, -2, -1, 0, 1, 2, 79, 80, 81, 127, 128, 129}) {
+      if (nq + delta < 1) continue;
+      check_25_as_26<128, 128>(nq, nq + delta, true, 1);
+      check_25_as_26<192, 128>(nq, nq + delta, true, 1);
+      check_25_as_26<128, 80>(nq, nq + delta, true, 1);
     }
   }
 }
