@@ -1,69 +1,23 @@
 // =================================================================================================
-// Kernel 26 of 27 — final Hopper: rung 23 with the whole contract of rung 16
-// builds on: 22 (persistent)
-// changes:   1. head dims 64, 128 and 256, one instantiation each, with a tile shape per head dim
-//               (Config below, chosen by measurement, docs/kernels/26_final_hopper.md): 192 x 128
-//               with three consumer warpgroups for d = 64, 128 x 128 for d = 128, 128 x 80 for
-//               d = 256, where O (128 registers a thread) leaves room for an 80-key S only. A tile
-//               is d / 64 column blocks of the 128-byte swizzle, each its own TMA box and k-steps
-//            2. any Nq, Nk >= 1: TMA fills the rows past a tensor's end with zeros (Q, K, V) and
-//               clips the rows past Nq off the store of O; the scores of keys past Nk are masked
-//               to -inf (P = 0 there), the LSE of rows past Nq not written
-//            3. causal, aligned bottom-right: an item visits only the KV tiles some row sees, last
-//               to first, so the tiles that cross the diagonal (or hold keys past Nk) are the first
-//               visits and the only masked ones, in a loop of their own; a row that sees no key
-//               gets O = 0, LSE = -inf; an item that sees none at all is written without a load
-//               or a GEMM
-//            4. the longest items first: a head's query tiles last to first (causal: longest to
-//               shortest), and the blocks take them in a snake of units (item_of), so that no
-//               block gets the long items of every head; causal, a unit is a long item and a short
-//               one of a head, about equal in every pair
-//            5. at d = 256 the O staging buffer is the consumer's own rows of sQ (the separate
-//               buffer does not fit: 64 + 64 + 2 x 2 x 40 KiB); Q is released after the store has
-//               read it, not after the last S
-//            6. a shorter softmax, the part of a step the tensor cores may wait on (measured on
-//               the page: 4% at the median of N >= 2048, each part alone within the noise):
-//               O's rescale is skipped by a warp none of whose rows got a new max (rung 16's
-//               rule: the correction is then exactly 1), and is done between the issue of S and
-//               the issue of P.V, while the tensor cores run S; a row's max is four independent
-//               chains of FMNMX, not one chain of Bc / 4
-//            7. two Q stages where they fit (d = 64, 128): the producer loads the next item's Q
-//               while this item runs, not after its last S; 0-4% at N = 512 and 1024, none at
-//               N >= 2048 (measured, runs 67-69 on the page)
-//            8. each consumer visits only the KV tiles its own 64 rows see, at d = 64 and 256
-//               (Br is not Bc: the causal diagonal crosses tile edges inside an item); in the
-//               visits before its own it takes its turn without issuing and lets the stage go;
-//               a consumer whose rows are past its item's computes nothing. d = 64 causal 6-8%
-//               faster at N = 1024-2048, d = 256 causal 3-7% at N = 4096-8192 (runs 91-92, on the
-//               page)
-//            9. a head's query tiles counted from its last row (schedule.cuh): the ragged tile is
-//               its first, whose rows see the fewest keys (loaded from row 0, stored through a map
-//               of O cut at its end: TMA takes no negative row); a first visit of which the rows
-//               see at most 16 keys takes a softmax of 16 (and GEMMs of 16: 12). d = 64
-//               causal 3-5% faster, causal N + 1 7% slower than N instead of 11% (runs 98-101,
-//               on the page)
-//           10. an item's O is packed to T after its last P.V, and stored (stmatrix, TMA store,
-//               LSE) once the next item's first S is issued, while that S runs (d = 64, 128; at
-//               d = 256 O is staged in sQ, which the next Q needs). d = 128 1-6% faster at
-//               N >= 4096, 0.6% at N = 512; d = 256 at N = 2048 4-5% slower (runs 108-112, on the
-//               page)
-//           11. an item's row sums summed across the quad and inverted while its last P.V runs,
-//               not after it (sum_rows): 2% faster at d = 128, N = 512 and 1024, within 1%
-//               elsewhere (a trace of timestamps found it; runs 119-127, in the notebook)
-//           12. a narrow first visit's GEMMs narrowed too (S one wgmma of N = 16, P.V one k-step),
-//               the item's steps compiled apart for it, and Q's descriptor built from the
-//               warpgroup index through redux.sync (uniform registers): N + 1 0-4% faster against
-//               N, d = 256 0.996-1.04x, d = 128's whole items 0.99-1.02x, d = 64 1-2% slower
-//               (runs 131-137, in the notebook)
-//           13. a narrow first visit's K and V loaded as boxes of its 16 keys (tmKNarrow,
-//               tmVNarrow), not of Bc rows mostly TMA's zero fill: 8% fewer L2 bytes at d = 128,
-//               N = 2049; N + 1 0.1-3.2 points cheaper against N in 11 of 11 pairs, whole items
-//               0.988-1.003x, the consumers' loops byte for byte the same (runs 146-150, in the
-//               notebook)
-// expect:    at d = 128, 6-8% above rung 23's TFLOP/s at N >= 2048 for multiples of the tile
-//            (run 138); a length one above a tile multiple 0-7% slower (measured, runs 147-150;
-//            what it is made of, profiled in run 146, in the notebook); causal close to the
-//            non-causal TFLOP/s (half the FLOPs counted, half the tiles visited)
+// Kernel 26 of 27 — final Hopper: the trims
+// builds on: 25 (the schedule)
+// changes:   the time between the tensor cores' GEMMs trimmed, piece by piece (each measured alone,
+//            on the page or in the notebook):
+//            1. a shorter softmax: O's rescale skipped by a warp none of whose rows got a new max
+//               (the correction is then exactly 1) and done between the issues of S and P.V,
+//               while S runs; a row's max as four chains of FMNMX, not one chain of Bc / 4
+//            2. two Q stages where they fit (d = 64, 128): the next item's Q loads while this
+//               item runs, not after its last S
+//            3. early row sums: an item's l summed across the quad and inverted while its last
+//               P.V runs (sum_rows), not after it
+//            4. a deferred epilogue: O packed to T after the last P.V, and stored (stmatrix, TMA
+//               store, LSE) while the next item's first S runs (d = 64, 128; at d = 256 O is
+//               staged in sQ, which the next Q needs)
+//            5. a narrow first visit: where an item's rows see at most 16 keys of its first KV
+//               tile (a length one above a tile multiple), its softmax, its GEMMs (S one wgmma of
+//               N = 16, P.V one k-step) and its K/V loads (tmKNarrow, tmVNarrow) take those 16;
+//               the item's steps compiled twice, Q's descriptor from redux.sync (uniform)
+// expect:    above rung 25 at every N; a length one above a tile multiple 0-7% slower (measured)
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
@@ -74,15 +28,16 @@
 // items, or causal, about half as many pairs of them (schedule.cuh); block:
 // 128 x (1 + consumers) threads. Item t is rows [Nq - (k + 1) Br, Nq - k Br), k = t % Tq, of head
 // t / Tq = b H_q + h (Tq = ceil(Nq / Br); the first tile ragged, its Q tile from row 0); block i
-// takes the items of item_of (both in schedule.cuh, tested on the
-// CPU by tests/test_schedule26.cu). Warpgroup 0 produces; consumer c
-// (warpgroup c + 1) owns rows [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16).
-// The consumers take turns in a cycle (c hands over to c + 1, the last to 0).
+// takes the items of item_of (both in schedule.cuh, tested on the CPU by
+// tests/test_schedule26.cu). Warpgroup 0 produces; consumer c (warpgroup c + 1) owns rows
+// [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16); it visits the item's tiles
+// that its own rows see (consumer_work). The consumers take turns in a cycle (c hands over to
+// c + 1, the last to 0).
 //
 // Lengths and masking (rung 16's rules). Query row i sees key k when k < Nk and, if causal,
-// k <= i + Nk - Nq. For the item's rows [q0, q1) (work_of), the keys any row sees
-// end at kv_end = Nk, or min(Nk, q1 + Nk - Nq) when causal; the keys every row sees at kv_full =
-// Nk, or min(Nk, q0 + 1 + Nk - Nq). The item visits the n = ceil(kv_end / Bc) tiles (none when
+// k <= i + Nk - Nq. For the item's rows [q0, q1) (work_of), the keys any row sees end at
+// kv_end = Nk, or min(Nk, q1 + Nk - Nq) when causal; the keys every row sees at kv_full = Nk, or
+// min(Nk, q0 + 1 + Nk - Nq). The item visits the n = ceil(kv_end / Bc) tiles (none when
 // kv_end <= 0), in the order j = n - 1, ..., 0; tiles j >= floor(kv_full / Bc) are masked, and
 // in that order they are the first n_masked visits. A row of the item's Q tile past q1 (the next
 // item's, or past Nq: zero queries) is computed like the others and never stored.
@@ -93,10 +48,9 @@
 //   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 23's rings)
 //   d = 64: 136 KiB; d = 128: 224 KiB; d = 256: 224 KiB.
 //
-// Schedule of consumer c for one item: rung 23's, with tile j = n - 1 - i at step i, the mask
-// applied to S between its wait and the softmax on the first n_masked steps, and O's rescale (by
-// the correction of the step before) moved from the end of a step to between its two issues; the
-// item before's O is stored between the issue of step 0's S and its wait.
+// Schedule of consumer c for one item: rung 25's, with O's rescale (by the correction of the step
+// before) moved from the end of a step to between its two issues, the row sums finished under the
+// last P.V, and the item before's O stored between the issue of step 0's S and its wait.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -321,10 +275,10 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   using C = Config<kHeadDim>;
   constexpr int kBc = C::kBc;
   constexpr int kStages = C::kStages;
-  const int warp = (threadIdx.x / 32) % 4;
+  const int warp = (threadIdx.x / 32) % 4;  // warp of the warpgroup: 16 of its rows
   const int lane = threadIdx.x % 32;
   const int group = lane / 4, quad = lane % 4;
-  const bool leader = threadIdx.x % 128 == 0;
+  const bool leader = threadIdx.x % 128 == 0;  // the consumer's thread that talks to the producer
   constexpr int kConsumers = C::kConsumers;
   constexpr int kBr = C::kBr;
   const uint32_t my_turn = kTurn + wg, other_turn = kTurn + (wg + 1) % kConsumers;
@@ -333,8 +287,8 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   const int diag = sched.seqlen_k - sched.seqlen_q;
 
   float rO[kHeadDim / 2];
-  float rS[kBc / 2];
-  uint32_t rP[kBc / 16][4];
+  float rS[kBc / 2];            // S_j, then P_j in place
+  uint32_t rP[kBc / 16][4];     // P_{j-1} packed: the A operand of the next step's P·V
   float row_max[2], row_sum[2];
   float correction[2] = {1.f, 1.f};
 
@@ -407,7 +361,8 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   auto release_q = [&] {
     if (leader) ptx::mbarrier::arrive(ptx::smem_addr(&bar.q_empty[q_stage]));
   };
-  auto wait_pv_after = [&](const float (&sums)[2]) {  // rung 21's dependent wait
+  // Rung 21's wait_group 0 with a dependence on the finished softmax (see its page).
+  auto wait_pv_after = [&](const float (&sums)[2]) {
     if (__all_sync(0xffffffffu, !(sums[0] < 0.f) && !(sums[1] < 0.f))) {
       ptx::wgmma::wait_group<0>();
     } else {
@@ -468,13 +423,13 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     // layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16 rows.
     const uint32_t o_base = ptx::smem_addr(sO) + wg * 64 * 128;
     const int m = lane / 8;
-    const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;
+    const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;  // this lane's row of the 64
 #pragma unroll
     for (int b = 0; b < kHeadDim / 8; b += 2) {
       const uint32_t addr = o_base + gmma::sw128_offset(r_st, 8 * (b + m / 2), kBr);
       ptx::stmatrix_x4(addr, oP[2 * b], oP[2 * b + 1], oP[2 * b + 2], oP[2 * b + 3]);
     }
-    ptx::fence_proxy_async_shared();
+    ptx::fence_proxy_async_shared();  // the TMA engine reads what stmatrix wrote
     ptx::named_barrier_sync(kOwn + wg, 128);
     if (leader) {
       const int q_row = w.q0 + 64 * wg;
@@ -586,7 +541,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       // STEP 0: S of tile n - 1 alone (a narrow visit's into 8 scores of its own), the mask (a
       // tile of which rows see fewer than Bc keys is masked; a narrow one always is), softmax, P.
       // The two branches are one code written twice: moved into one lambda called from both,
-      // the build ran 3-6% slower at d = 128, N >= 2048 (run 137: ptxas's schedule, not the work)
+      // the build ran 3-6% slower at d = 128, N >= 2048 (ptxas's schedule, not the work: notebook)
       // -------------------------------------------------------------------------------------------
       wait_k(k);
       ptx::named_barrier_sync(my_turn, kTurnThreads);
@@ -708,7 +663,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   flush();
   // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
   if (wg == 0) ptx::named_barrier_sync(my_turn, kTurnThreads);
-  if (leader) ptx::tma::wait_group<0>();
+  if (leader) ptx::tma::wait_group<0>();  // the last store is written before the block ends
 }
 
 template <typename T, int kHeadDim>
@@ -743,14 +698,14 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
       ptx::mbarrier::init(ptx::smem_addr(&bar.q_empty[s]), C::kConsumers);
     }
     for (int s = 0; s < C::kStages; ++s) {
-      ptx::mbarrier::init(ptx::smem_addr(&bar.k_full[s]), 1);
+      ptx::mbarrier::init(ptx::smem_addr(&bar.k_full[s]), 1);            // the producer's expect_tx
       ptx::mbarrier::init(ptx::smem_addr(&bar.k_empty[s]), C::kConsumers);
       ptx::mbarrier::init(ptx::smem_addr(&bar.v_full[s]), 1);
       ptx::mbarrier::init(ptx::smem_addr(&bar.v_empty[s]), C::kConsumers);
     }
     ptx::mbarrier::fence_init();
   }
-  __syncthreads();
+  __syncthreads();  // the last block-wide barrier: the roles part here
 
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
@@ -853,7 +808,7 @@ void launch(const AttnParams& p, cudaStream_t stream) {
 const KernelInfo& kernel_26() {
   static const KernelInfo info{26,
                                "final_hopper",
-                               "final Hopper: rung 23 with the full contract (d 64/128/256, any length, causal)",
+                               "final Hopper: the trims (softmax, Q stages, epilogue, first visit)",
                                "docs/kernels/26_final_hopper.md",
                                90,
                                k26_final_hopper::tile,
