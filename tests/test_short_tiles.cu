@@ -7,7 +7,8 @@
 //   in a split tile that see no key; a single query row (Nq = 1); a NaN in a key that only a
 //   warp other than the slab's first computes, which must reach every row of the split tile
 //   through the merge.
-// Rung 26, the final Hopper rung, runs the same shapes and its own edges (Rung23PassesAtEveryEdge).
+// Rungs 24-26, the Hopper rungs of the same contract, run the same shapes and their own edges
+// (Rung23PassesAtEveryEdge).
 // Rung 27 (FP8) runs the edges of its own narrow first visit, in e4m3 (Rung27PassesAtEveryEdge).
 // Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
 // written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
@@ -150,84 +151,95 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
   EXPECT_EQ(ran, 2 * 3 * 6);
 }
 
-// Rung 26 (the final Hopper rung, same contract) on rung 16's edge shapes, and on its own: a last
-// query tile of 1 row and of Br - 1 rows, a last KV tile of 1 key, causal with Nk = Nq + 1 and
-// with Nq > Nk (rows and whole items that see no key), per d with its tile shape (tile()); and
-// the edges of the short items tried on it (rung 26's notebook, "Short items"): a last query tile
-// of 64 rows (one consumer's) with a last KV tile of 16 keys, one row and one key more, an odd
-// number of KV tiles behind a 1-row query tile, and causal N + 1 (the longest item a single row).
+// Rungs 24-26 (the Hopper rungs of rung 16's contract: the whole contract, the schedule, the final
+// rung) on rung 16's edge shapes, and on their own: a last query tile of 1 row and of Br - 1 rows,
+// a last KV tile of 1 key, causal with Nk = Nq + 1 and with Nq > Nk (rows and whole items that see
+// no key), per d with its tile shape (tile()); and the edges of the short items tried on rung 26
+// (its notebook, "Short items"): a last query tile of 64 rows (one consumer's) with a last KV
+// tile of 16 keys, one row and one key more, an odd number of KV tiles behind a 1-row query tile,
+// and causal N + 1 (the longest item a single row).
 TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k = fl::find_kernel("26");
-  if (k == nullptr) GTEST_SKIP() << "rung 26 is not in this build (FL_KERNELS, FL_HOPPER)";
-  fl::CublasHandle cublas;
-  int ran = 0;
-  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
-    for (int64_t d : {64, 128, 256}) {
-      fl::AttnParams probe = fl::make_params(t, 1, 1, 1, 1, d);
-      const fl::TileShape tile = k->tile(probe);
-      const int64_t br = tile.br, bc = tile.bc;
-      std::vector<Case> all = cases(t, d);
-      const std::string ty = std::string(fl::to_string(t)) + "_d" + std::to_string(d) + "_r23_";
-      all.push_back({ty + "last_q_tile_1_kv_tile_1", spec(t, d, br + 1, bc + 1, false)});
-      all.push_back({ty + "last_q_tile_br_minus_1", spec(t, d, 2 * br - 1, 2 * bc, false)});
-      all.push_back({ty + "causal_nk_nq_plus_1", spec(t, d, br + 1, br + 2, true)});
-      all.push_back({ty + "causal_items_see_no_key", spec(t, d, 2 * br + 5, 3, true)});
-      all.push_back({ty + "last_q_tile_64_kv_tile_16", spec(t, d, br + 64, 2 * bc + 16, false)});
-      all.push_back({ty + "last_q_tile_65_kv_tile_17", spec(t, d, br + 65, 2 * bc + 17, false)});
-      all.push_back({ty + "last_q_tile_1_three_kv_tiles", spec(t, d, br + 1, 2 * bc + 1, false)});
-      all.push_back({ty + "causal_n_plus_1", spec(t, d, 2 * br + 1, 2 * br + 1, true)});
-      for (const Case& c : all) {
-        const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
-        if (why.find("compute capability") != std::string::npos) {
-          GTEST_SKIP() << "rung 26 needs compute capability 9.0: " << why;
+  int rungs = 0;
+  for (const char* id : {"24", "25", "26"}) {
+    const fl::KernelInfo* k = fl::find_kernel(id);
+    if (k == nullptr) continue;
+    ++rungs;
+    fl::CublasHandle cublas;
+    int ran = 0;
+    for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+      for (int64_t d : {64, 128, 256}) {
+        fl::AttnParams probe = fl::make_params(t, 1, 1, 1, 1, d);
+        const fl::TileShape tile = k->tile(probe);
+        const int64_t br = tile.br, bc = tile.bc;
+        std::vector<Case> all = cases(t, d);
+        const std::string ty = std::string(fl::to_string(t)) + "_d" + std::to_string(d) + "_r23_";
+        all.push_back({ty + "last_q_tile_1_kv_tile_1", spec(t, d, br + 1, bc + 1, false)});
+        all.push_back({ty + "last_q_tile_br_minus_1", spec(t, d, 2 * br - 1, 2 * bc, false)});
+        all.push_back({ty + "causal_nk_nq_plus_1", spec(t, d, br + 1, br + 2, true)});
+        all.push_back({ty + "causal_items_see_no_key", spec(t, d, 2 * br + 5, 3, true)});
+        all.push_back({ty + "last_q_tile_64_kv_tile_16", spec(t, d, br + 64, 2 * bc + 16, false)});
+        all.push_back({ty + "last_q_tile_65_kv_tile_17", spec(t, d, br + 65, 2 * bc + 17, false)});
+        all.push_back({ty + "last_q_tile_1_three_kv_tiles", spec(t, d, br + 1, 2 * bc + 1, false)});
+        all.push_back({ty + "causal_n_plus_1", spec(t, d, 2 * br + 1, 2 * br + 1, true)});
+        for (const Case& c : all) {
+          const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
+          if (why.find("compute capability") != std::string::npos) {
+            GTEST_SKIP() << k->name() << " needs compute capability 9.0: " << why;
+          }
+          ASSERT_EQ(why, "") << c.name << ": " << k->name() << " claims every length";
+          expect_passes(*k, c, cublas);
+          ++ran;
         }
-        ASSERT_EQ(why, "") << c.name << ": rung 26 claims every length";
-        expect_passes(*k, c, cublas);
-        ++ran;
       }
     }
+    EXPECT_EQ(ran, 2 * 3 * 14) << k->name();
   }
-  EXPECT_EQ(ran, 2 * 3 * 14);
+  if (rungs == 0) GTEST_SKIP() << "rungs 24-26 are not in this build (FL_KERNELS, FL_HOPPER)";
 }
 
-// Rung 26's ragged query tile among many items a block: 128 heads (GQA, 16 over 4, B = 8) of
-// three query tiles, the ragged one (a head's first: the tiles are counted from its last row) of 1
-// row (only the first consumer has a row of it) or of 65 rows.
-// On 132 SMs each block takes 2-4 items, and 88 of the blocks a whole one and a ragged one, so the
-// rings' barrier phases must stay in step across them (the edge cases above are one or two items a
-// block); non-causal and causal (there the ragged tile is a head's shortest item, and the next
-// item's rows in its Q tile are computed and not stored).
+// The ragged query tile among many items a block, on rungs 24-26: 128 heads (GQA, 16 over 4,
+// B = 8) of three query tiles, the ragged one (rung 24: a head's last; rungs 25-26: its first,
+// the tiles counted from its last row) of 1 row (only the first consumer has a row of it) or of
+// 65 rows. On 132 SMs each block takes 2-4 items, and 88 of the blocks a whole one and a ragged
+// one, so the rings' barrier phases must stay in step across them (the edge cases above are one
+// or two items a block); non-causal and causal (rungs 25-26: there the ragged tile is a head's
+// shortest item, and the next item's rows in its Q tile are computed and not stored).
 TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k = fl::find_kernel("26");
-  if (k == nullptr) GTEST_SKIP() << "rung 26 is not in this build (FL_KERNELS, FL_HOPPER)";
-  fl::CublasHandle cublas;
-  int ran = 0;
-  for (int64_t d : {64, 128, 256}) {
-    fl::AttnParams probe = fl::make_params(fl::DType::f16, 1, 1, 1, 1, d);
-    const fl::TileShape tile = k->tile(probe);
-    for (int64_t last_rows : {int64_t{1}, int64_t{65}}) {
-      for (bool causal : {false, true}) {
-        const int64_t nq = 2 * tile.br + last_rows;
-        fl::ProblemSpec s = spec(fl::DType::f16, d, nq, 2 * tile.br + 7, causal);
-        s.batch = 8;
-        s.heads_q = 16;
-        s.heads_kv = 4;
-        const Case c{"d" + std::to_string(d) + "_last_" + std::to_string(last_rows) +
-                         (causal ? "_causal" : ""),
-                     s};
-        const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
-        if (why.find("compute capability") != std::string::npos) {
-          GTEST_SKIP() << "rung 26 needs compute capability 9.0: " << why;
+  int rungs = 0;
+  for (const char* id : {"24", "25", "26"}) {
+    const fl::KernelInfo* k = fl::find_kernel(id);
+    if (k == nullptr) continue;
+    ++rungs;
+    fl::CublasHandle cublas;
+    int ran = 0;
+    for (int64_t d : {64, 128, 256}) {
+      fl::AttnParams probe = fl::make_params(fl::DType::f16, 1, 1, 1, 1, d);
+      const fl::TileShape tile = k->tile(probe);
+      for (int64_t last_rows : {int64_t{1}, int64_t{65}}) {
+        for (bool causal : {false, true}) {
+          const int64_t nq = 2 * tile.br + last_rows;
+          fl::ProblemSpec s = spec(fl::DType::f16, d, nq, 2 * tile.br + 7, causal);
+          s.batch = 8;
+          s.heads_q = 16;
+          s.heads_kv = 4;
+          const Case c{"d" + std::to_string(d) + "_last_" + std::to_string(last_rows) +
+                           (causal ? "_causal" : ""),
+                       s};
+          const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
+          if (why.find("compute capability") != std::string::npos) {
+            GTEST_SKIP() << k->name() << " needs compute capability 9.0: " << why;
+          }
+          ASSERT_EQ(why, "") << c.name << ": " << k->name();
+          expect_passes(*k, c, cublas);
+          ++ran;
         }
-        ASSERT_EQ(why, "") << c.name;
-        expect_passes(*k, c, cublas);
-        ++ran;
       }
     }
+    EXPECT_EQ(ran, 3 * 2 * 2) << k->name();
   }
-  EXPECT_EQ(ran, 3 * 2 * 2);
+  if (rungs == 0) GTEST_SKIP() << "rungs 24-26 are not in this build (FL_KERNELS, FL_HOPPER)";
 }
 
 // Rung 26 loads a narrow first visit's K and V as 16 rows, not Bc, except in an item of one visit:
