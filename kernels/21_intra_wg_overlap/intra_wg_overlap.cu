@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 std::string supports(const AttnParams& p) {
-  if (p.causal) return "causal masking is not supported (rungs 17-22 are non-causal)";
+  if (p.causal) return "causal masking is not supported (rungs 17-23 are non-causal)";
   if (p.head_dim != kHeadDim) {
     return "head_dim must be 128 (got " + std::to_string(p.head_dim) + ")";
   }
