@@ -163,9 +163,9 @@ TEST(Schedule23, OneAboveATileMultipleEveryFirstVisitIsNarrow) {
 }
 
 // The busiest block's KV tiles over the mean, causal, for the kernel's units and for the two
-// assignments of single items it replaced: rung 23's round robin (block i takes items i, i + G,
-// ...) and a snake of items (block i the i-th item of an even round of G, the (G - 1 - i)-th of an
-// odd one).
+// assignments of single items it replaced: the round robin of rungs 22-24 (block i takes items
+// i, i + G, ...) and a snake of items (block i the i-th item of an even round of G, the
+// (G - 1 - i)-th of an odd one).
 struct Balance {
   double units, robin, snake;
 };
