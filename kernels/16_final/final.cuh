@@ -22,7 +22,7 @@
 //               S - 1 tiles of math to land in, and the wait and barrier before P·V go
 //            5. its own tuned table (kernels/16_final/tuned_configs.h, scripts/autotune.py
 //               --rungs 16): the registers this rung saves admit configs that spilled in rung 12
-//            6. the full contract of LADDER.md: any Nq, Nk >= 1 (the last Q tile and the last
+//            6. the full contract (docs/contract.md): any Nq, Nk >= 1 (the last Q tile and the last
 //               K/V tile are copied with zero fill, the scores of keys past Nk masked, rows past
 //               Nq neither computed nor stored), causal masking aligned bottom-right (KV tiles
 //               above the diagonal skipped, the tiles that cross it masked; a row that sees no
