@@ -81,7 +81,7 @@ namespace gmma = ptx::gmma;
 // Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 80 keys
 // (40) and P (20) fit beside it in 240, S of 128 keys would not; K and V of 80 keys (2 stages x 2
 // x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
-// than 64 at N >= 2048 (on rung 26: docs/kernels/26_final_hopper.md).
+// than 64 at N >= 2048 (docs/notebooks/24_full_contract.md, "The KV tile at d = 128 and 256").
 constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 23's), every d
 
 template <int kHeadDim>

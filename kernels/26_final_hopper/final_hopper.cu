@@ -86,7 +86,7 @@ namespace gmma = ptx::gmma;
 // Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 80 keys
 // (40) and P (20) fit beside it in 240, S of 128 keys would not; K and V of 80 keys (2 stages x 2
 // x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
-// than 64 at N >= 2048 (docs/kernels/26_final_hopper.md).
+// than 64 at N >= 2048 (docs/notebooks/24_full_contract.md, "The KV tile at d = 128 and 256").
 constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 23's), every d
 constexpr int kMaxQStages = 2;  // Q's stages where a second fits (Config::kQStages)
 // A first visit whose rows see at most kNarrowKeys keys of its tile is narrow: its GEMMs read
@@ -107,7 +107,7 @@ struct Config {
   // d = 256: 128 over 80), the causal diagonal crosses tile edges inside the item, and the upper
   // consumers' rows see fewer tiles. At d = 128 (128 over 128) they see the same ones (when
   // Nk - Nq is a multiple of 128), and the kernel keeps its loop as it was: built in, the extra
-  // code measured 0.96-1.00x causal there (docs/kernels/26_final_hopper.md, "Each consumer its
+  // code measured 0.96-1.00x causal there (docs/notebooks/25_schedule.md, "Each consumer its
   // own tiles").
   static constexpr bool kConsumerTiles = kBr != kBc;
   static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }

@@ -97,8 +97,8 @@ __host__ __device__ __forceinline__ Work consumer_work(const Work& item, int c, 
 // of N = 4096). A snake of items pairs a long item with a short one only where a round's items
 // are sorted by length, which they are not where a round spans the end of one head and the start
 // of the next: 1.2x the mean for d = 64's 192-row tiles at N = 16384, 1.5x with one batch of 16
-// heads at N = 8192 (docs/kernels/26_final_hopper.md). Pairs are about equal wherever the rounds
-// fall.
+// heads at N = 8192 (docs/notebooks/25_schedule.md, "Units: a long item and a short one"). Pairs
+// are about equal wherever the rounds fall.
 __host__ __device__ __forceinline__ int unit_size(const Schedule& s) { return s.causal ? 2 : 1; }
 
 // The units of a call: causal, floor(Tq / 2) pairs a head and one for every two middle items.
