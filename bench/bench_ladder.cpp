@@ -19,7 +19,7 @@
 //                           types it takes: the 16-bit rungs fp16 and bf16, a rung with
 //                           fp8_inputs (27) e4m3 (O fp16). Without e4m3 in the list, an fp8 rung
 //                           runs e4m3 inputs with each listed 16-bit type as O's, so that the
-//                           default sweep (and --ladder_kernels=26,27) times both on each shape;
+//                           default sweep (and --ladder_kernels=27,28) times both on each shape;
 //                           its benchmarks are named .../e4m3/... (O fp16) or .../e4m3-bf16/...
 //   --ladder_causal=0,1     (default 0)
 //   --ladder_max_seconds=S  skip a (kernel, shape) whose predicted single run exceeds S seconds

@@ -14,7 +14,7 @@
 namespace fl {
 
 // e4m3 is OCP FP8 (4 exponent bits, 3 mantissa bits, no infinities; common/fp8.h), an input type
-// only: rung 27 reads e4m3 Q, K, V and writes an fp16 or bf16 O.
+// only: rung 28 reads e4m3 Q, K, V and writes an fp16 or bf16 O.
 enum class DType { f16, bf16, e4m3 };
 
 inline const char* to_string(DType t) {

@@ -27,7 +27,7 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
   std::string why = check_common(p);
   // The input type, by KernelInfo::fp8_inputs, before the kernel's own rules (which assume it).
   if (why.empty() && p.dtype == DType::e4m3 && !kernel.fp8_inputs) {
-    why = "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 27";
+    why = "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 28";
   } else if (why.empty() && p.dtype != DType::e4m3 && kernel.fp8_inputs) {
     why = std::string("takes e4m3 inputs only (got ") + to_string(p.dtype) + ")";
   }

@@ -42,7 +42,7 @@ struct KernelInfo {
   // built for sm_90a alone, whose instructions (wgmma, setmaxnreg) no other GPU has: 90.
   int max_sm = 0;
   // The input type the kernel takes: false for fp16 and bf16 (every rung up to 23), true for
-  // e4m3 Q, K, V with descale factors (rung 27, which takes nothing else). why_unsupported
+  // e4m3 Q, K, V with descale factors (rung 28, which takes nothing else). why_unsupported
   // refuses the other kind by this field.
   bool fp8_inputs = false;
 

@@ -44,7 +44,7 @@ CUtensorMap make_tensor_map_4d(const void* base, int64_t head_dim, int64_t rows,
 // `elem_bytes` bytes (strides in elements), a box of box_cols x box_rows elements landing in the
 // 128-byte or 64-byte swizzle (`swizzle_bytes`; the box's inner extent, box_cols x elem_bytes,
 // must equal it). The map above is this one with 16-bit elements, 64-column boxes and the
-// 128-byte swizzle; rung 27 reads 8-bit e4m3 tiles through it (128 one-byte columns a row, or
+// 128-byte swizzle; rung 28 reads 8-bit e4m3 tiles through it (128 one-byte columns a row, or
 // 64 with the 64-byte swizzle at d = 64).
 CUtensorMap make_tensor_map_4d(const void* base, int elem_bytes, int64_t cols, int64_t rows,
                                int64_t heads, int64_t batch, const Strides& s, int box_cols,

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""Rung 27 (FP8 e4m3 inputs) against rung 26 (fp16), cuDNN and FlashAttention-2 (PyTorch SDPA,
-fp16), timed in one process; and rung 27's error beside rung 26's on the same dequantised inputs.
+"""Rung 28 (FP8 e4m3 inputs) against rung 27 (fp16), cuDNN and FlashAttention-2 (PyTorch SDPA,
+fp16), timed in one process; and rung 28's error beside rung 27's on the same dequantised inputs.
 
 For each shape (H = 16, the sweep's B: 16 up to N = 4096, then halved as N doubles):
   * Q, K, V = randn in fp16; their e4m3 versions with one descale factor per tensor, made as
     common/fp8.h says (scale = 448 / amax, e4m3 = round(x scale), descale = 1 / scale), with torch;
-  * rung 27 runs on the e4m3 tensors (its V^T pre-pass and the upload of its factor table are in
-    its time), O in fp16; rung 26 and SDPA's cudnn and flash backends on the fp16 tensors;
+  * rung 28 runs on the e4m3 tensors (its V^T pre-pass and the upload of its factor table are in
+    its time), O in fp16; rung 27 and SDPA's cudnn and flash backends on the fp16 tensors;
   * timing as scripts/compare_sdpa.py: CUDA events, warm-up, the median of --repeats, the L2
     flushed before each repeat; TFLOP/s count 4 B H N^2 d (halved causal) for every row;
-  * for N <= --check-max-n: the error of rung 27 and of rung 26 against fp32 attention on the
-    dequantised inputs (e4m3 x descale, the values both rungs are asked about: rung 26 gets them
+  * for N <= --check-max-n: the error of rung 28 and of rung 27 against fp32 attention on the
+    dequantised inputs (e4m3 x descale, the values both rungs are asked about: rung 27 gets them
     rounded to fp16, exact for these magnitudes but for the fp16 rounding of the product).
 
 Writes a Google Benchmark-shaped JSON (--out): one entry per implementation and shape with
@@ -49,7 +49,7 @@ def quantize(x):
 
 
 def fp8_params(q8, k8, v8, descales, like, o, causal, scale):
-    """Params of rung 27's call: the strides of `like` (fp16 tensors of the same shapes and
+    """Params of rung 28's call: the strides of `like` (fp16 tensors of the same shapes and
     layout, in elements), e4m3 inputs, fp16 O, host descale factors (kept alive by the caller
     through the returned arrays)."""
     p = cs.make_params(like[0], like[1], like[2], o, causal, scale)
@@ -81,7 +81,7 @@ def main():
     torch.manual_seed(0)
     ladder = cs.Ladder(args.lib)
     numbers = {kn[0] for kn in ladder.kernels}
-    for need in (26, 27):
+    for need in (27, 28):
         if need not in numbers:
             sys.exit(f"fp8_bench: rung {need} is not in {args.lib}")
     timer = cs.Timer(args.warmup, args.repeats, args.max_seconds)
@@ -100,8 +100,8 @@ def main():
         p23 = cs.make_params(deq[0], deq[1], deq[2], o23, causal, scale)
         fl = cs.flops(b, h, n, d, causal)
         impls = {
-            "27_fp8 (e4m3)": lambda: ladder.run(27, p24),
-            "26_final_hopper (fp16)": lambda: ladder.run(26, p23),
+            "28_fp8 (e4m3)": lambda: ladder.run(28, p24),
+            "27_final_hopper (fp16)": lambda: ladder.run(27, p23),
         }
         for name, backend in (("cuDNN (SDPA cudnn, fp16)", SDPBackend.CUDNN_ATTENTION),
                               ("FlashAttention-2 (SDPA flash, fp16)", SDPBackend.FLASH_ATTENTION)):
@@ -117,9 +117,9 @@ def main():
                 print(f"  {name}: skipped ({str(e).splitlines()[0][:100]})")
                 continue
             err = math.nan
-            if n <= args.check_max_n and name[:2] in ("27", "26"):
+            if n <= args.check_max_n and name[:2] in ("28", "27"):
                 ref = cs.reference_fp32(deq[0], deq[1], deq[2], causal, scale)
-                out = o24 if name.startswith("27") else o23
+                out = o24 if name.startswith("28") else o23
                 fn()
                 torch.cuda.synchronize()
                 err = cs.max_err(out, ref)
@@ -134,11 +134,11 @@ def main():
         for name in impls:
             if name in ms:
                 row[name] = fl / ms[name] / 1e9
-        e24 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("27")), math.nan)
-        e23 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("26")), math.nan)
+        e24 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("28")), math.nan)
+        e23 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("27")), math.nan)
         print(f"N={n:6d} B={b:2d} " + "  ".join(f"{k.split(' ')[0]} {row.get(k, math.nan):7.1f}" for k in impls)
-              + f"  | 24/23 {row.get('27_fp8 (e4m3)', math.nan) / row.get('26_final_hopper (fp16)', math.nan):.2f}"
-              + f"  24/cuDNN {row.get('27_fp8 (e4m3)', math.nan) / row.get('cuDNN (SDPA cudnn, fp16)', math.nan):.2f}"
+              + f"  | 24/23 {row.get('28_fp8 (e4m3)', math.nan) / row.get('27_final_hopper (fp16)', math.nan):.2f}"
+              + f"  24/cuDNN {row.get('28_fp8 (e4m3)', math.nan) / row.get('cuDNN (SDPA cudnn, fp16)', math.nan):.2f}"
               + f"  err24 {e24:.2e} err23 {e23:.2e}", flush=True)
 
     if args.out:

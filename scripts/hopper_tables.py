@@ -4,7 +4,7 @@
 Inputs, all under docs/results/:
   * the JSON of scripts/compare_sdpa.py holding rung 16, rungs 17-21 and PyTorch SDPA's
     backends timed in one process per series (--sdpa; fp16 and bf16, d = 128);
-  * the JSON of the final Hopper rungs (--final): rungs 16-26 and the SDPA backends, fp16,
+  * the JSON of the final Hopper rungs (--final): rungs 16-27 and the SDPA backends, fp16,
     d = 64, 128 and 256, causal and not, one process per series;
   * Google Benchmark JSON of the C++ sweep (build/ladder_bench; --bench);
   * Google Benchmark JSON of bench/bench_wgmma_ceiling.cu (--ceiling): wgmma m64n128k16 issued
@@ -166,14 +166,14 @@ def page_block(meta, table, bench, ceiling, impl, prev, ns, src, bench_src, ceil
     return "\n".join(lines)
 
 
-FINAL = "26_final_hopper"
+FINAL = "27_final_hopper"
 
 
 def final_block(path, src):
     """The final rung in every series of `path`: TFLOP/s, and its ratios to cuDNN and FA2."""
     meta = json.load(open(path))
     lines = [f"{meta['gpu']}, fp16, H = 16, the sweep's B (16 up to N = 4096, then halved with "
-             f"each doubling); TFLOP/s of rung 26 (ratio to cuDNN / to FlashAttention-2, PyTorch "
+             f"each doubling); TFLOP/s of rung 27 (ratio to cuDNN / to FlashAttention-2, PyTorch "
              f"SDPA's cudnn and flash backends timed in the same process). torch {meta['torch']}. "
              f"Source: `{src}` (`scripts/compare_sdpa.py`; table: `scripts/hopper_tables.py`).", ""]
     series = [(d, c) for d in (64, 128, 256) for c in (False, True)]

@@ -56,7 +56,7 @@ inline ProblemSpec as_e4m3(ProblemSpec s, bool per_head) {
 }
 
 // The input type of kernel k: the tests' 16-bit cases become e4m3 cases for a kernel with
-// fp8_inputs (rung 27). A 16-bit spec (fp16 or bf16) is returned as it is for a 16-bit kernel,
+// fp8_inputs (rung 28). A 16-bit spec (fp16 or bf16) is returned as it is for a 16-bit kernel,
 // as_e4m3 of it for an fp8 kernel.
 inline ProblemSpec in_input_type(const KernelInfo& k, ProblemSpec s, bool per_head = false) {
   if (!k.fp8_inputs || s.dtype == DType::e4m3) return s;

@@ -133,7 +133,7 @@ fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128, fl::DType t = fl:
 // the Hopper rungs from the whole contract (24) on.
 bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
   if (k.number == 0) return d % 8 == 0;
-  // 16, 24 and up (the FP8 rung, 27, is rung 26's contract in e4m3).
+  // 16, 24 and up (the FP8 rung, 28, is rung 27's contract in e4m3).
   if (k.number == 16 || k.number >= 24) return d == 64 || d == 128 || d == 256;
   if (k.number >= 17 && k.number <= 23) return d == 128;  // the Hopper rungs before the contract
   return d == 64 || d == 128;
@@ -416,7 +416,7 @@ TEST_P(BadInputTest, TheOtherInputTypeIsRefused) {
       fl::AttnParams p = base_params(b, 128, fl::DType::e4m3);
       p.out_dtype = out;
       ASSERT_EQ(fl::check_common(p), "");
-      expect_refused(k, p, "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 27", b);
+      expect_refused(k, p, "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 28", b);
     }
   }
 }
@@ -502,7 +502,7 @@ TEST(CApi, E4m3FieldsReachTheRules) {
   ASSERT_NE(fl::find_kernel("00"), nullptr);
   EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
   EXPECT_EQ(std::string(why),
-            "kernel 00_cublas: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 27");
+            "kernel 00_cublas: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 28");
   c.v_descale = nullptr;
   EXPECT_EQ(fl_supports(0, &c, why, sizeof(why)), 0);
   EXPECT_NE(std::string(why).find("V's descale is a null pointer"), std::string::npos) << why;

@@ -6,7 +6,7 @@
 //      MN-major through the transpose bit (as V); fp16 and bf16; the accumulator written out
 //      through the documented thread -> (row, column) map;
 //   3b. the same for fp8 e4m3 (m64nNk32, SS and RS, both operands K-major), and P·V with P packed
-//       from accumulator-layout registers against V^T with permuted keys: rung 27's plan;
+//       from accumulator-layout registers against V^T with permuted keys: rung 28's plan;
 //   4. one TMA box into a 128-byte-swizzled tile, checked element by element against the global
 //      tensor through the swizzle formula, inside the tensor and at its edge (zero fill);
 //   5. an mbarrier ring of 2 stages driven through 40 TMA loads (full/empty barriers, parity
@@ -103,7 +103,7 @@ TEST(GmmaDesc, TheTwoOperandKindsOfTheLadder) {
   const uint64_t d = gmma::kmajor_sw128(0x8400);
   EXPECT_EQ(gmma::decode(gmma::advance(d, 96)).start_addr, 0x8400u + 96);
   EXPECT_EQ(gmma::advance(d, 96) & ~uint64_t{0x3FFF}, d & ~uint64_t{0x3FFF});
-  // K-major in the 64-byte swizzle (rung 27's e4m3 Q and K at d = 64: 64-byte rows): SBO = 512
+  // K-major in the 64-byte swizzle (rung 28's e4m3 Q and K at d = 64: 64-byte rows): SBO = 512
   // (8 rows of 64 bytes), layout code 2.
   const gmma::DescFields k64 = gmma::decode(gmma::kmajor_sw64(0x9000));
   EXPECT_EQ(k64.start_addr, 0x9000u);
@@ -376,7 +376,7 @@ TEST(Wgmma, RS_KMajorB_bf16) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 3b. fp8 e4m3: m64nNk32, both operands K-major (for rung 27)
+// 3b. fp8 e4m3: m64nNk32, both operands K-major (for rung 28)
 // ---------------------------------------------------------------------------------------------
 
 // Copies a row-major [rows][cols] byte matrix into 128-byte-swizzled 128-column blocks. The

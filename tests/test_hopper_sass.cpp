@@ -6,9 +6,9 @@
 // registers. HGMMA is the SASS of `wgmma.mma_async`: a warpgroup (four warps) multiplies a tile
 // whose B operand (and A, in the SS form) is read from shared memory through a matrix descriptor,
 // issued asynchronously and waited for later (WARPGROUP.ARRIVE before, WARPGROUP.DEPBAR after).
-// QGMMA is the same for fp8 inputs (rung 27) and counts as a wgmma here. A Hopper rung whose
+// QGMMA is the same for fp8 inputs (rung 28) and counts as a wgmma here. A Hopper rung whose
 // GEMM compiled to HMMA would be rung 16 on a new page: this test says so without a GPU.
-// A second test counts rung 26's HGMMA of N = 16: its narrow first visit's S, compiled.
+// A second test counts rung 27's HGMMA of N = 16: its narrow first visit's S, compiled.
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -152,17 +152,17 @@ TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
   }
 }
 
-// Rung 26's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one
+// Rung 27's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one
 // above a tile multiple) issues its S as one wgmma of N = 16 a k-step, d / 16 of them, in each of
-// the six instantiations (fp16, bf16; d = 64, 128, 256); a whole visit's S has N = Bc (rung 26's
+// the six instantiations (fp16, bf16; d = 64, 128, 256); a whole visit's S has N = Bc (rung 27's
 // notebook, "The narrow first visit's GEMMs again"). With the narrow path gone or folded into the
 // whole one, the count is 0.
 TEST(HopperSass, Rung23NarrowFirstVisitIsAWgmmaOfSixteenKeys) {
   const fl::KernelInfo* k23 = nullptr;
   for (const fl::KernelInfo* k : fl_test::hopper_rungs())
-    if (k->number == 26) k23 = k;
+    if (k->number == 27) k23 = k;
   if (k23 == nullptr)
-    GTEST_SKIP() << "rung 26 is not in this build: " << fl_test::why_no_hopper_rung();
+    GTEST_SKIP() << "rung 27 is not in this build: " << fl_test::why_no_hopper_rung();
   std::string skip;
   const auto objects = sass_of(*k23, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
@@ -181,7 +181,7 @@ TEST(HopperSass, Rung23NarrowFirstVisitIsAWgmmaOfSixteenKeys) {
     }
   }
   EXPECT_EQ(kernels, 6)
-      << "rung 26's attention_kernel instantiations (fp16, bf16 x d = 64, 128, 256)";
+      << "rung 27's attention_kernel instantiations (fp16, bf16 x d = 64, 128, 256)";
 }
 
 }  // namespace

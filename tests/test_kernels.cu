@@ -83,7 +83,7 @@ std::vector<Case> cases() {
     causal_tall.causal = true;
     causal_tall.with_lse = true;
     out.push_back({ty + "_causal_nq200_nk64", causal_tall});
-    // Causal with an odd number of heads and of query tiles (5 of 128 rows): rung 26's units pair
+    // Causal with an odd number of heads and of query tiles (5 of 128 rows): rung 27's units pair
     // a head's items and two heads' middle ones, and leave the last head's middle item alone.
     fl::ProblemSpec causal_odd = base(t, 1, 3, 640, 128);
     causal_odd.causal = true;

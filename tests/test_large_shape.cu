@@ -16,7 +16,7 @@
 // A kernel with fp8_inputs runs the same shape with e4m3 inputs (O fp16), after the 16-bit
 // kernels and their problem are done with: inputs of one byte (3 x 2.1 GB), O and its copy
 // (2 x 4.3 GB), the fp32 values a tensor is quantised from (8.6 GB, one at a time, freed), the
-// references as above and the kernel's own workspace (V^T, 2.1 GB for rung 27): less than the
+// references as above and the kernel's own workspace (V^T, 2.1 GB for rung 28): less than the
 // fp16 problem's.
 #include <gtest/gtest.h>
 

@@ -109,7 +109,7 @@ TEST(Registry, InputTypeIsRefusedByFp8Inputs) {
     ASSERT_EQ(fl::check_common(e4m3), "");
     ASSERT_EQ(fl::check_common(b16), "");
     EXPECT_EQ(fl::why_unsupported(fake16, e4m3),
-              "kernel 98_fake16: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 27");
+              "kernel 98_fake16: takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 28");
     EXPECT_EQ(fl::why_unsupported(fake8, b16), std::string("kernel 99_fake8: takes e4m3 inputs "
                                                            "only (got ") +
                                                    fl::to_string(out) + ")");
@@ -217,11 +217,11 @@ TEST(Registry, BestIsTheHighestKernelThatTakesTheCall) {
                               << expected->name();
     if (p.causal) {
       // Of the rungs above 16, 24 and up take a causal mask: the final rung of a track is the
-      // best there (26 where it can run, else 16).
-      const fl::KernelInfo* k26 = fl::find_kernel("26");
-      const bool takes_26 = k26 != nullptr && fl::why_unsupported(*k26, p).empty();
-      if (takes_26) {
-        EXPECT_EQ(best->number, 26) << best->name();
+      // best there (27 where it can run, else 16).
+      const fl::KernelInfo* k27 = fl::find_kernel("27");
+      const bool takes_27 = k27 != nullptr && fl::why_unsupported(*k27, p).empty();
+      if (takes_27) {
+        EXPECT_EQ(best->number, 27) << best->name();
       } else if (fl::find_kernel("16") != nullptr) {
         EXPECT_EQ(best->number, 16) << best->name();
       }
@@ -230,7 +230,7 @@ TEST(Registry, BestIsTheHighestKernelThatTakesTheCall) {
 }
 
 TEST(Registry, BestForE4m3InputsIsAKernelThatTakesThem) {
-  // An e4m3 call goes to the highest kernel with fp8_inputs that takes it (rung 27 on an H100),
+  // An e4m3 call goes to the highest kernel with fp8_inputs that takes it (rung 28 on an H100),
   // never to a 16-bit rung; where none can (no such rung in the build, or no Hopper GPU), best
   // refuses with every kernel's reason, the 16-bit rungs' being the input type.
   fl::ProblemSpec s;

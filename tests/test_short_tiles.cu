@@ -7,9 +7,9 @@
 //   in a split tile that see no key; a single query row (Nq = 1); a NaN in a key that only a
 //   warp other than the slab's first computes, which must reach every row of the split tile
 //   through the merge.
-// Rungs 24-26, the Hopper rungs of the same contract, run the same shapes and their own edges
+// Rungs 24-27, the Hopper rungs of the same contract, run the same shapes and their own edges
 // (Rung23PassesAtEveryEdge).
-// Rung 27 (FP8) runs the edges of its own narrow first visit, in e4m3 (Rung27PassesAtEveryEdge).
+// Rung 28 (FP8) runs the edges of its own narrow first visit, in e4m3 (Rung28PassesAtEveryEdge).
 // Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
 // written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
 #include <gtest/gtest.h>
@@ -151,17 +151,17 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
   EXPECT_EQ(ran, 2 * 3 * 6);
 }
 
-// Rungs 24-26 (the Hopper rungs of rung 16's contract: the whole contract, the schedule, the final
-// rung) on rung 16's edge shapes, and on their own: a last query tile of 1 row and of Br - 1 rows,
-// a last KV tile of 1 key, causal with Nk = Nq + 1 and with Nq > Nk (rows and whole items that see
-// no key), per d with its tile shape (tile()); and the edges of the short items tried on rung 26
-// (its notebook, "Short items"): a last query tile of 64 rows (one consumer's) with a last KV
-// tile of 16 keys, one row and one key more, an odd number of KV tiles behind a 1-row query tile,
-// and causal N + 1 (the longest item a single row).
+// Rungs 24-27 (the Hopper rungs of rung 16's contract: the whole contract, the schedule, the trims,
+// the final rung) on rung 16's edge shapes, and on their own: a last query tile of 1 row and of
+// Br - 1 rows, a last KV tile of 1 key, causal with Nk = Nq + 1 and with Nq > Nk (rows and whole
+// items that see no key), per d with its tile shape (tile()); and the edges of the short items
+// tried on rung 27 (its notebook, "Short items"): a last query tile of 64 rows (one consumer's)
+// with a last KV tile of 16 keys, one row and one key more, an odd number of KV tiles behind a
+// 1-row query tile, and causal N + 1 (the longest item a single row).
 TEST(ShortTiles, Rung23PassesAtEveryEdge) {
   FL_REQUIRE_GPU();
   int rungs = 0;
-  for (const char* id : {"24", "25", "26"}) {
+  for (const char* id : {"24", "25", "26", "27"}) {
     const fl::KernelInfo* k = fl::find_kernel(id);
     if (k == nullptr) continue;
     ++rungs;
@@ -195,20 +195,20 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
     }
     EXPECT_EQ(ran, 2 * 3 * 14) << k->name();
   }
-  if (rungs == 0) GTEST_SKIP() << "rungs 24-26 are not in this build (FL_KERNELS, FL_HOPPER)";
+  if (rungs == 0) GTEST_SKIP() << "rungs 24-27 are not in this build (FL_KERNELS, FL_HOPPER)";
 }
 
-// The ragged query tile among many items a block, on rungs 24-26: 128 heads (GQA, 16 over 4,
-// B = 8) of three query tiles, the ragged one (rung 24: a head's last; rungs 25-26: its first,
+// The ragged query tile among many items a block, on rungs 24-27: 128 heads (GQA, 16 over 4,
+// B = 8) of three query tiles, the ragged one (rung 24: a head's last; rungs 25-27: its first,
 // the tiles counted from its last row) of 1 row (only the first consumer has a row of it) or of
 // 65 rows. On 132 SMs each block takes 2-4 items, and 88 of the blocks a whole one and a ragged
 // one, so the rings' barrier phases must stay in step across them (the edge cases above are one
-// or two items a block); non-causal and causal (rungs 25-26: there the ragged tile is a head's
+// or two items a block); non-causal and causal (rungs 25-27: there the ragged tile is a head's
 // shortest item, and the next item's rows in its Q tile are computed and not stored).
 TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
   FL_REQUIRE_GPU();
   int rungs = 0;
-  for (const char* id : {"24", "25", "26"}) {
+  for (const char* id : {"24", "25", "26", "27"}) {
     const fl::KernelInfo* k = fl::find_kernel(id);
     if (k == nullptr) continue;
     ++rungs;
@@ -239,10 +239,10 @@ TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
     }
     EXPECT_EQ(ran, 3 * 2 * 2) << k->name();
   }
-  if (rungs == 0) GTEST_SKIP() << "rungs 24-26 are not in this build (FL_KERNELS, FL_HOPPER)";
+  if (rungs == 0) GTEST_SKIP() << "rungs 24-27 are not in this build (FL_KERNELS, FL_HOPPER)";
 }
 
-// Rung 26 loads a narrow first visit's K and V as 16 rows, not Bc, except in an item of one visit:
+// Rung 27 loads a narrow first visit's K and V as 16 rows, not Bc, except in an item of one visit:
 // its last P.V reads the stage's Bc rows of V (P zero past the 16 keys), so the rows past 16 must
 // be TMA's zero fill, not what an earlier tile left there (0 x NaN = NaN). A launch whose V is NaN
 // everywhere (every block's V stages full of NaN), then a launch of items of one narrow visit
@@ -251,8 +251,8 @@ TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
 // the first check passes either way, and the second still checks the results.)
 TEST(ShortTiles, Rung23ItemOfOneNarrowVisitReadsNoStaleRows) {
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k = fl::find_kernel("26");
-  if (k == nullptr) GTEST_SKIP() << "rung 26 is not in this build (FL_KERNELS, FL_HOPPER)";
+  const fl::KernelInfo* k = fl::find_kernel("27");
+  if (k == nullptr) GTEST_SKIP() << "rung 27 is not in this build (FL_KERNELS, FL_HOPPER)";
   fl::CublasHandle cublas;
   for (int64_t d : {64, 128, 256}) {
     fl::ProblemSpec stale = spec(fl::DType::f16, d, 512, 512, false);
@@ -262,7 +262,7 @@ TEST(ShortTiles, Rung23ItemOfOneNarrowVisitReadsNoStaleRows) {
     stale.with_lse = false;
     const std::string why = fl::why_unsupported(*k, fl::Problem(stale).params());
     if (why.find("compute capability") != std::string::npos) {
-      GTEST_SKIP() << "rung 26 needs compute capability 9.0: " << why;
+      GTEST_SKIP() << "rung 27 needs compute capability 9.0: " << why;
     }
     ASSERT_EQ(why, "");
     fl::Problem nan_v(stale);
@@ -338,16 +338,16 @@ TEST(ShortTiles, NaNInAnotherWarpsKeysReachesTheSplitRows) {
 }
 
 
-// Rung 27 (FP8) at the edges of its narrow first visit, 64 keys where rung 26's is 16 (P.V takes
+// Rung 28 (FP8) at the edges of its narrow first visit, 64 keys where rung 27's is 16 (P.V takes
 // keys in k32 steps): a last KV tile of 1, 64 and 65 keys (narrow, the widest narrow, whole)
 // behind whole ones, and items of one narrow visit (K loaded as 64 rows, V^T whole); causal
 // N + 1, a last KV tile of 64 keys causal, and rows that see no key; per d with its tile shape.
 // e4m3 inputs with the descales per head and the LSE (the deferred epilogue stores an item's LSE
 // while the next item runs, with the scale of the stored item's head), O in fp16 and bf16.
-TEST(ShortTiles, Rung27PassesAtEveryEdge) {
+TEST(ShortTiles, Rung28PassesAtEveryEdge) {
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k = fl::find_kernel("27");
-  if (k == nullptr) GTEST_SKIP() << "rung 27 is not in this build (FL_KERNELS, FL_HOPPER)";
+  const fl::KernelInfo* k = fl::find_kernel("28");
+  if (k == nullptr) GTEST_SKIP() << "rung 28 is not in this build (FL_KERNELS, FL_HOPPER)";
   fl::CublasHandle cublas;
   int ran = 0;
   for (fl::DType out : {fl::DType::f16, fl::DType::bf16}) {
@@ -371,9 +371,9 @@ TEST(ShortTiles, Rung27PassesAtEveryEdge) {
         c.spec.descale_per_head = true;
         const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
         if (why.find("compute capability") != std::string::npos) {
-          GTEST_SKIP() << "rung 27 needs compute capability 9.0: " << why;
+          GTEST_SKIP() << "rung 28 needs compute capability 9.0: " << why;
         }
-        ASSERT_EQ(why, "") << c.name << ": rung 27 claims every length";
+        ASSERT_EQ(why, "") << c.name << ": rung 28 claims every length";
         expect_passes(*k, c, cublas);
         ++ran;
       }

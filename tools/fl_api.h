@@ -4,7 +4,7 @@
  *
  * Kernels are addressed by their number in the ladder (0 = cuBLAS baseline, 1 = naive, ...).
  * Kernel numbers changed: rungs 22-24 of earlier versions are now 23, 26 and 27 (22, 24 and 25
- * are new rungs). fl_kernel_name gives a number's name ("26_final_hopper").
+ * are new rungs). fl_kernel_name gives a number's name ("27_final_hopper").
  * Nothing here allocates or synchronises: fl_run enqueues the kernel on the given stream (NULL =
  * the default stream) and returns; the output is ready once that stream is synchronised. C++
  * exceptions never cross this boundary: every failure is a return code and a message.
@@ -77,7 +77,7 @@ enum {
  * come after the older fields so that those keep their places; the fields of e4m3 inputs come
  * last, for the same reason.
  *
- * e4m3 inputs (dtype 2, OCP FP8 e4m3: the kernels that take them, rung 27, take nothing else):
+ * e4m3 inputs (dtype 2, OCP FP8 e4m3: the kernels that take them, rung 28, take nothing else):
  * out_dtype is O's type (0 = fp16, 1 = bf16), and the descale factors give back the caller's
  * values, x = e4m3 * descale: HOST pointers (read during the call), one float per tensor, or with
  * descale_per_head = 1 one per (batch, head): q_descale[b * heads_q + h],
@@ -125,8 +125,8 @@ FL_API const char* fl_kernel_title(int index); /* the idea the rung adds, or NUL
 
 /* The kernel number "best" stands for, in fl_supports and fl_run: the fastest kernel that can run
  * *p on the current device, which is the one with the highest number (the ladder's order is its
- * order of speed). On compute capability 9.0: rung 26 for every fp16/bf16 call (rungs 17-23 take
- * d = 128, lengths that are multiples of 128, non-causal; rungs 24-26 the whole contract), rung
+ * order of speed). On compute capability 9.0: rung 27 for every fp16/bf16 call (rungs 17-23 take
+ * d = 128, lengths that are multiples of 128, non-causal; rungs 24-27 the whole contract), rung
  * 27 for e4m3 inputs; on other GPUs rung 16 for the whole contract. */
 #define FL_KERNEL_BEST (-1)
 

@@ -6,7 +6,7 @@
 //   ./build/ladder --kernel best --causal  the fastest kernel that takes the shape here
 //   ./build/ladder --q q.npy --k k.npy --v v.npy --kernel 1 --o o.npy
 //   ./build/ladder --list                  the kernels this build has
-//   ./build/ladder --kernel 27 --dtype e4m3 --out-dtype bf16 --descale head
+//   ./build/ladder --kernel 28 --dtype e4m3 --out-dtype bf16 --descale head
 //
 // Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (27) e4m3
 // inputs only (O in fp16 or bf16, --out-dtype). With no --kernel, or with no --dtype, each kernel

@@ -81,7 +81,7 @@ FL_HD constexpr uint64_t mnmajor_sw128(uint32_t smem_addr, uint32_t block_bytes)
   return encode({smem_addr, block_bytes, kSw128GroupBytes, 0, Layout::k128B});
 }
 
-// The 64-byte swizzle (rung 27's e4m3 tiles at d = 64, whose rows are 64 bytes): 16-byte chunk c
+// The 64-byte swizzle (rung 28's e4m3 tiles at d = 64, whose rows are 64 bytes): 16-byte chunk c
 // of row r at chunk c ^ ((r / 2) % 4) of its 64-byte row, the pattern repeating every 8 rows
 // (512 bytes; what TMA's CU_TENSOR_MAP_SWIZZLE_64B writes). A K-major operand in it: SBO = 512
 // bytes from one 8-row group to the next, LBO unused; k-step s of 32 bytes adds 32 s bytes.

@@ -37,7 +37,7 @@
 //   fence_operands() an empty asm that "reads and writes" each accumulator register, so that the
 //                    compiler cannot move an ordinary use of them above the wait (registers are
 //                    not memory: the wait's "memory" clobber alone does not pin them).
-// 8-bit inputs (fp8 e4m3, for rung 27): wgmma.mma_async.m64nNk32.f32.e4m3.e4m3, k = 32 one-byte
+// 8-bit inputs (fp8 e4m3, for rung 28): wgmma.mma_async.m64nNk32.f32.e4m3.e4m3, k = 32 one-byte
 // elements per instruction, i.e. the same 32 bytes of a K-major 128-byte row as a 16-bit k16 step:
 // the descriptors and their k-step advance (32 bytes) are unchanged. Both operands must be
 // K-major (no transpose immediates exist for 8-bit types). D's layout is as above. The RS A

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 17 of 27 — wgmma: warpgroup matrix multiplies straight from shared memory (Hopper)
+// Kernel 17 of 28 — wgmma: warpgroup matrix multiplies straight from shared memory (Hopper)
 // builds on: 11 (exp2 softmax: the online softmax of rungs 11-16, unchanged) and the copy ring of
 //            rungs 08-16; the first rung of the Hopper track (sm_90a only)
 // changes:   1. the unit of work is a warpgroup (4 warps, 128 threads) and 64 query rows: two

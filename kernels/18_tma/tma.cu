@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 18 of 27 — TMA: tiles arrive by the copy engine, completion on an mbarrier
+// Kernel 18 of 28 — TMA: tiles arrive by the copy engine, completion on an mbarrier
 // builds on: 17 (wgmma)
 // changes:   1. Q, K and V tiles are copied by TMA (cp.async.bulk.tensor.4d), issued by ONE thread:
 //               the engine computes every address from a tensor map built on the host

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 19 of 27 — warp specialisation: a producer warpgroup loads, two consumer warpgroups compute
+// Kernel 19 of 28 — warp specialisation: a producer warpgroup loads, two consumer warpgroups compute
 // builds on: 18 (TMA)
 // changes:   1. three warpgroups of distinct roles, one branch each: warpgroup 0 is the producer
 //               (one of its threads issues every TMA copy; the other 127 leave at once), warpgroups

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 20 of 27 — ping-pong: the two consumers' GEMMs take turns
+// Kernel 20 of 28 — ping-pong: the two consumers' GEMMs take turns
 // builds on: 19 (warp specialisation)
 // changes:   1. one GEMM phase per step: step j issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} as one
 //               batch (P_{j-1}: the softmax of the step before), waits, then runs the softmax of

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 21 of 27 — intra-warpgroup overlap: the softmax runs while the warpgroup's own P·V does
+// Kernel 21 of 28 — intra-warpgroup overlap: the softmax runs while the warpgroup's own P·V does
 // builds on: 20 (ping-pong)
 // changes:   1. the batch of a step is two commit groups, S_j first, then P_{j-1}·V_{j-1}; the
 //               consumer waits with wgmma.wait_group 1, for S_j alone, and computes the softmax of

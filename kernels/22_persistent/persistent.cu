@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 22 of 27 — persistent: one block per SM walks the work items
+// Kernel 22 of 28 — persistent: one block per SM walks the work items
 // builds on: 21 (intra-warpgroup overlap)
 // changes:   1. the grid is one block per SM (fewer when there are fewer items); block i takes the
 //               work items i, i + G, i + 2G, ... (G blocks), an item being (query tile, head,

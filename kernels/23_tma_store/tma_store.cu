@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 23 of 27 — TMA-store epilogue: O leaves through shared memory while the consumer goes on
+// Kernel 23 of 28 — TMA-store epilogue: O leaves through shared memory while the consumer goes on
 // builds on: 22 (persistent)
 // changes:   1. O leaves through shared memory: stmatrix writes the normalised tile into a
 //               128-byte-swizzled buffer, one thread per consumer stores it with a TMA store

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 24 of 27 — the whole contract
+// Kernel 24 of 28 — the whole contract
 // builds on: 23 (TMA-store epilogue)
 // changes:   rung 16's contract on rung 23's kernel, one instantiation per head dim:
 //            1. head dims 64, 128 and 256, a tile shape each (Config): 192 x 128 with three

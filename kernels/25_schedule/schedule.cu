@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 25 of 27 — the schedule
+// Kernel 25 of 28 — the schedule
 // builds on: 24 (the whole contract)
 // changes:   which block takes which item, and which KV tiles each consumer visits (schedule.cuh,
 //            tested on the CPU against a brute force):
@@ -28,7 +28,7 @@
 // 128 x (1 + consumers) threads. Item t is rows [Nq - (k + 1) Br, Nq - k Br), k = t % Tq, of head
 // t / Tq = b H_q + h (Tq = ceil(Nq / Br); the first tile ragged, its Q tile from row 0); block i
 // takes the items of item_of (both in schedule.cuh, tested on the CPU by
-// tests/test_schedule26.cu). Warpgroup 0 produces; consumer c (warpgroup c + 1) owns rows
+// tests/test_schedule.cu). Warpgroup 0 produces; consumer c (warpgroup c + 1) owns rows
 // [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16); it visits the item's tiles
 // that its own rows see (consumer_work). The consumers take turns in a cycle (c hands over to
 // c + 1, the last to 0).

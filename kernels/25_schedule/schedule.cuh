@@ -1,6 +1,6 @@
 // Rung 25's work items: which query tile of which head an item is, which KV tiles it (and each
 // consumer's rows of it) visits and masks, and which items a block takes. Host and device code, so
-// that tests/test_schedule26.cu can check it on the CPU against a brute force (every item taken
+// that tests/test_schedule.cu can check it on the CPU against a brute force (every item taken
 // once, every tile a row sees visited, exactly the tiles that hide a key from some row masked, the
 // blocks' loads balanced). Included by kernels/25_schedule/schedule.cu.
 #pragma once

@@ -1,4 +1,4 @@
-// Rung 26's work items (kernels/26_final_hopper/schedule.cuh), on the CPU, against a brute force
+// Rung 27's work items (kernels/27_final_hopper/schedule.cuh), on the CPU, against a brute force
 // over rows and keys: every row of a head is in exactly one item, and every item is taken by
 // exactly one block; an item, and each consumer's 64 rows of it, visits exactly the KV tiles that
 // some of its rows see (none when no row sees a key or the rows are past the item's); the masked
@@ -6,8 +6,8 @@
 // counted right (a narrow visit is one of at most 16); a consumer's visits are the item's last
 // ones, and the consumers' together the item's; and causal, the units (pairs of a long and a short
 // item) keep the busiest block within 5% of the mean where single items, in a round robin or a
-// snake, left it at 1.2-1.9x. Rungs 25 and 27 keep copies of the schedule: the tests at the end
-// check them against rung 26's.
+// snake, left it at 1.2-1.9x. Rungs 25, 26 and 28 keep copies of the schedule: the tests at the
+// end check them against rung 27's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,17 +15,17 @@
 #include <string>
 #include <vector>
 
-#include "kernels/26_final_hopper/schedule.cuh"
+#include "kernels/27_final_hopper/schedule.cuh"
 
 namespace {
 
-using fl::k26_final_hopper::item_of;
-using fl::k26_final_hopper::consumer_work;
-using fl::k26_final_hopper::make_schedule;
-using fl::k26_final_hopper::slot_count;
-using fl::k26_final_hopper::Schedule;
-using fl::k26_final_hopper::Work;
-using fl::k26_final_hopper::work_of;
+using fl::k27_final_hopper::item_of;
+using fl::k27_final_hopper::consumer_work;
+using fl::k27_final_hopper::make_schedule;
+using fl::k27_final_hopper::slot_count;
+using fl::k27_final_hopper::Schedule;
+using fl::k27_final_hopper::Work;
+using fl::k27_final_hopper::work_of;
 
 bool sees(const Schedule& s, int row, int key) {
   return key < s.seqlen_k && (!s.causal || key <= row + s.seqlen_k - s.seqlen_q);
@@ -244,18 +244,18 @@ TEST(Schedule23, UnitsBalanceCausalItemsWhereSingleItemsDoNot) {
 
 }  // namespace
 
-// Rung 27's copy of the schedule (kernels/27_fp8/schedule.cuh, rung 26's but for its namespace):
-// the same schedule, items, consumers' visits and blocks' items as rung 26's for rung 27's tile
+// Rung 28's copy of the schedule (kernels/28_fp8/schedule.cuh, rung 27's but for its namespace):
+// the same schedule, items, consumers' visits and blocks' items as rung 27's for rung 28's tile
 // shapes (Br = 192 at d = 64, 128 otherwise; Bc = 128 at every d), so the brute force above
 // covers it too.
 #include <tuple>
 
-#include "kernels/27_fp8/schedule.cuh"
+#include "kernels/28_fp8/schedule.cuh"
 
 namespace {
 
-namespace s26 = fl::k26_final_hopper;
-namespace s27 = fl::k27_fp8;
+namespace s27 = fl::k27_final_hopper;
+namespace s28 = fl::k28_fp8;
 
 template <typename W>
 auto fields(const W& w) {
@@ -263,49 +263,49 @@ auto fields(const W& w) {
 }
 
 template <int kBr, int kBc>
-void check_27_as_26(int64_t nq, int64_t nk, bool causal, int heads) {
+void check_28_as_27(int64_t nq, int64_t nk, bool causal, int heads) {
   SCOPED_TRACE("Br " + std::to_string(kBr) + " Nq " + std::to_string(nq) + " Nk " +
                std::to_string(nk) + (causal ? " causal" : ""));
-  const s26::Schedule a = s26::make_schedule(kBr, nq, nk, heads, causal);
-  const s27::Schedule b = s27::make_schedule(kBr, nq, nk, heads, causal);
+  const s27::Schedule a = s27::make_schedule(kBr, nq, nk, heads, causal);
+  const s28::Schedule b = s28::make_schedule(kBr, nq, nk, heads, causal);
   ASSERT_EQ(std::make_tuple(a.q_tiles, a.count, a.units, a.seqlen_q, a.seqlen_k, a.causal),
             std::make_tuple(b.q_tiles, b.count, b.units, b.seqlen_q, b.seqlen_k, b.causal));
   for (int t = 0; t < a.count; ++t) {
-    const s26::Work wa = s26::work_of<kBr, kBc>(t, a, heads);
-    const s27::Work wb = s27::work_of<kBr, kBc>(t, b, heads);
+    const s27::Work wa = s27::work_of<kBr, kBc>(t, a, heads);
+    const s28::Work wb = s28::work_of<kBr, kBc>(t, b, heads);
     ASSERT_EQ(fields(wa), fields(wb)) << "item " << t;
     for (int c = 0; c < kBr / 64; ++c) {
-      ASSERT_EQ(fields(s26::consumer_work<kBc>(wa, c, a)),
-                fields(s27::consumer_work<kBc>(wb, c, b)))
+      ASSERT_EQ(fields(s27::consumer_work<kBc>(wa, c, a)),
+                fields(s28::consumer_work<kBc>(wb, c, b)))
           << "item " << t << " consumer " << c;
     }
   }
   for (unsigned blocks : {1u, 7u, 132u}) {
-    ASSERT_EQ(s26::slot_count(blocks, a), s27::slot_count(blocks, b));
+    ASSERT_EQ(s27::slot_count(blocks, a), s28::slot_count(blocks, b));
     for (unsigned block = 0; block < blocks; ++block) {
-      for (unsigned slot = 0; slot < s26::slot_count(blocks, a); ++slot) {
-        ASSERT_EQ(s26::item_of(slot, blocks, block, a), s27::item_of(slot, blocks, block, b))
+      for (unsigned slot = 0; slot < s27::slot_count(blocks, a); ++slot) {
+        ASSERT_EQ(s27::item_of(slot, blocks, block, a), s28::item_of(slot, blocks, block, b))
             << blocks << " blocks, block " << block << " slot " << slot;
       }
     }
   }
 }
 
-TEST(Schedule27, SameAsRung26ForItsTileShapes) {
+TEST(Schedule28, SameAsRung27ForItsTileShapes) {
   for (bool causal : {false, true}) {
     for (auto nq_nk : {std::pair<int, int>{1, 1}, {1, 300}, {300, 1}, {129, 257}, {513, 513},
                        {640, 384}, {192, 193}, {1025, 1025}, {4097, 4097}}) {
-      check_27_as_26<128, 128>(nq_nk.first, nq_nk.second, causal, 6);
-      check_27_as_26<192, 128>(nq_nk.first, nq_nk.second, causal, 6);
+      check_28_as_27<128, 128>(nq_nk.first, nq_nk.second, causal, 6);
+      check_28_as_27<192, 128>(nq_nk.first, nq_nk.second, causal, 6);
     }
   }
 }
 
 }  // namespace
 
-// Rung 25's schedule (kernels/25_schedule/schedule.cuh): rung 26's without the count of a first
-// visit's keys (Work::first_keys, which only rung 26's narrow first visit reads). The same
-// schedule, items, consumers' visits and blocks' items as rung 26's for the same tile shapes
+// Rung 25's schedule (kernels/25_schedule/schedule.cuh): rung 27's without the count of a first
+// visit's keys (Work::first_keys, which only rung 27's narrow first visit reads). The same
+// schedule, items, consumers' visits and blocks' items as rung 27's for the same tile shapes
 // (192 x 128, 128 x 128, 128 x 80), at the shapes and the causal diagonal offsets of the brute
 // force above, so that it covers rung 25 too.
 #include "kernels/25_schedule/schedule.cuh"
@@ -320,53 +320,83 @@ auto fields_25(const W& w) {
 }
 
 template <int kBr, int kBc>
-void check_25_as_26(int64_t nq, int64_t nk, bool causal, int heads) {
+void check_25_as_27(int64_t nq, int64_t nk, bool causal, int heads) {
   SCOPED_TRACE("Br " + std::to_string(kBr) + " Bc " + std::to_string(kBc) + " Nq " +
                std::to_string(nq) + " Nk " + std::to_string(nk) + (causal ? " causal" : ""));
-  const s26::Schedule a = s26::make_schedule(kBr, nq, nk, heads, causal);
+  const s27::Schedule a = s27::make_schedule(kBr, nq, nk, heads, causal);
   const s25::Schedule b = s25::make_schedule(kBr, nq, nk, heads, causal);
   ASSERT_EQ(std::make_tuple(a.q_tiles, a.count, a.units, a.seqlen_q, a.seqlen_k, a.causal),
             std::make_tuple(b.q_tiles, b.count, b.units, b.seqlen_q, b.seqlen_k, b.causal));
   for (int t = 0; t < a.count; ++t) {
-    const s26::Work wa = s26::work_of<kBr, kBc>(t, a, heads);
+    const s27::Work wa = s27::work_of<kBr, kBc>(t, a, heads);
     const s25::Work wb = s25::work_of<kBr, kBc>(t, b, heads);
     ASSERT_EQ(fields_25(wa), fields_25(wb)) << "item " << t;
     for (int c = 0; c < kBr / 64; ++c) {
-      ASSERT_EQ(fields_25(s26::consumer_work<kBc>(wa, c, a)),
+      ASSERT_EQ(fields_25(s27::consumer_work<kBc>(wa, c, a)),
                 fields_25(s25::consumer_work<kBc>(wb, c, b)))
           << "item " << t << " consumer " << c;
     }
   }
   for (unsigned blocks : {1u, 7u, 132u, static_cast<unsigned>(a.units) + 5}) {
-    ASSERT_EQ(s26::slot_count(blocks, a), s25::slot_count(blocks, b));
+    ASSERT_EQ(s27::slot_count(blocks, a), s25::slot_count(blocks, b));
     for (unsigned block = 0; block < blocks; ++block) {
-      for (unsigned slot = 0; slot < s26::slot_count(blocks, a); ++slot) {
-        ASSERT_EQ(s26::item_of(slot, blocks, block, a), s25::item_of(slot, blocks, block, b))
+      for (unsigned slot = 0; slot < s27::slot_count(blocks, a); ++slot) {
+        ASSERT_EQ(s27::item_of(slot, blocks, block, a), s25::item_of(slot, blocks, block, b))
             << blocks << " blocks, block " << block << " slot " << slot;
       }
     }
   }
 }
 
-TEST(Schedule25, SameAsRung26ButTheFirstVisitsKeys) {
+TEST(Schedule25, SameAsRung27ButTheFirstVisitsKeys) {
   for (bool causal : {false, true}) {
     for (auto nq_nk : {std::pair<int, int>{1, 1}, {1, 300}, {300, 1}, {128, 128}, {129, 257},
                        {300, 77}, {77, 300}, {513, 513}, {640, 384}, {192, 193}, {1025, 1025},
                        {4097, 4097}}) {
-      check_25_as_26<128, 128>(nq_nk.first, nq_nk.second, causal, 6);
-      check_25_as_26<192, 128>(nq_nk.first, nq_nk.second, causal, 6);
-      check_25_as_26<128, 80>(nq_nk.first, nq_nk.second, causal, 6);
+      check_25_as_27<128, 128>(nq_nk.first, nq_nk.second, causal, 6);
+      check_25_as_27<192, 128>(nq_nk.first, nq_nk.second, causal, 6);
+      check_25_as_27<128, 80>(nq_nk.first, nq_nk.second, causal, 6);
     }
   }
   for (int nq : {1, 5, 128, 200}) {
     for (int delta :
          {-129, -128, -127, -81, -80, -79, -2, -1, 0, 1, 2, 79, 80, 81, 127, 128, 129}) {
       if (nq + delta < 1) continue;
-      check_25_as_26<128, 128>(nq, nq + delta, true, 1);
-      check_25_as_26<192, 128>(nq, nq + delta, true, 1);
-      check_25_as_26<128, 80>(nq, nq + delta, true, 1);
+      check_25_as_27<128, 128>(nq, nq + delta, true, 1);
+      check_25_as_27<192, 128>(nq, nq + delta, true, 1);
+      check_25_as_27<128, 80>(nq, nq + delta, true, 1);
     }
   }
+}
+
+}  // namespace
+
+// Rung 26's schedule (kernels/26_trims/schedule.cuh) is rung 25's copied unchanged but for its
+// namespace: its code, comments and blank lines left out and the namespace renamed, is rung 25's
+// line for line, so Schedule25 above covers it.
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+std::string code_of(const std::string& rel, const std::string& ns, const std::string& as) {
+  std::ifstream in(std::string(FL_SOURCE_DIR) + "/" + rel);
+  EXPECT_TRUE(in.good()) << rel;
+  std::string line, code;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find("//"));
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    for (size_t at = line.find(ns); at != std::string::npos; at = line.find(ns, at + as.size())) {
+      line.replace(at, ns.size(), as);
+    }
+    code += line + "\n";
+  }
+  return code;
+}
+
+TEST(Schedule26, SameCodeAsRung25) {
+  EXPECT_EQ(code_of("kernels/26_trims/schedule.cuh", "k26_trims", "k25_schedule"),
+            code_of("kernels/25_schedule/schedule.cuh", "k25_schedule", "k25_schedule"));
 }
 
 }  // namespace

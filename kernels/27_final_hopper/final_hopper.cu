@@ -1,52 +1,63 @@
 // =================================================================================================
-// Kernel 27 of 27 — FP8: rung 26 with e4m3 Q, K and V
-// builds on: 26 (final Hopper)
-// changes:   the inputs in e4m3, at twice the 16-bit tensor-core rate; the rest is rung 26's
-//            1. Q, K, V e4m3, descales per tensor or per (batch, head) (common/fp8.h); O 16-bit.
-//               A Q or K row is d bytes: at d = 64 one row of the 64-byte swizzle (kmajor)
-//            2. both GEMMs wgmma m64nNk32 e4m3; Bc = 128 at every d (P of 128 keys: 16 registers)
-//            3. 8-bit wgmma reads K-major operands only: P.V reads V^T, written by a pre-pass
-//               (transpose_v) with the keys of each 16-key group permuted so that S's accumulator,
-//               packed to e4m3, IS the k32 A operand of P.V (pack_p, key_perm)
-//            4. P quantised as e4m3(448 P): log2 448 folded into the exponent, undone by 1 / l
-//            5. dq dk folded into the softmax scale, dv into 1 / l, per (batch, head) (Factors)
-//            Rung 26's trims as they carry over: O has its own buffer at every d (16-bit O is twice
-//            an e4m3 Q tile); two Q stages and the deferred epilogue at d = 64, 128 (at d = 256 no
-//            second Q fits, nor O's packed copy beside O and S in registers); consumers' own tiles
-//            at d = 64 only (Br = Bc elsewhere); a narrow first visit is 64 keys (e4m3's narrowest
-//            wgmma wrapper), its K loaded as 64 rows, its V^T whole (no narrower swizzled box)
-// expect:    up to 2x rung 26's TFLOP/s where the GEMMs dominate (d = 256); at d = 128 the
-//            exponentials cost as much as a tile's GEMMs, so less (docs/notebooks/27_fp8.md)
-// supports:  e4m3 Q, K, V (descale per tensor or per head), fp16 or bf16 O; d in {64, 128, 256};
-//            any Nq, Nk >= 1 (up to 2^30); causal or not; GQA; LSE output; any scale; strides
-//            (TMA's rules; H_kv d Nk below 2^40); compute capability 9.0 only
-// doc:       docs/kernels/27_fp8.md (its notebook: docs/notebooks/27_fp8.md)
+// Kernel 27 of 28 — final Hopper: the narrow first visit
+// builds on: 26 (the trims)
+// changes:   a narrow first visit: where an item's rows see at most 16 keys of its first KV tile
+//            (a length one above a tile multiple, the tiles counted from the last row), that
+//            visit takes those 16 keys, not Bc:
+//            1. its mask and softmax over 16 keys (8 scores a thread, rS_narrow)
+//            2. its GEMMs narrowed: S one wgmma of N = 16 a k-step, its P.V (at step 1) one k-step
+//            3. the item's steps compiled twice (`item`), for a narrow first visit and for a
+//               whole one: a wgmma in a branch must have its whole life there, or ptxas
+//               serializes every wgmma of the kernel (C7514, C7515); Q's descriptor built from
+//               the warpgroup index read through redux.sync, in uniform registers
+//            4. its K and V loaded as boxes of 16 rows (tmKNarrow, tmVNarrow), not Bc rows of
+//               TMA's zero fill (not in an item of one visit, whose last P.V reads the whole tile)
+// expect:    a length one above a tile multiple closer to its N than on rung 26, 0-7% slower
+//            than N (measured); whole items as rung 26
+// supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
+//            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
+//            compute capability 9.0 only
+// doc:       docs/kernels/27_final_hopper.md (its notebook: docs/notebooks/27_final_hopper.md)
 // =================================================================================================
 //
-// Grid, items, lengths and masking, the consumers' turns and the schedule of a step: rung 26's
-// (schedule.cuh, copied unchanged). Shared memory (dynamic, + 1 KiB to align); e4m3 Q and K tiles
-// are [d / 128][rows][128 bytes] in the 128-byte swizzle ([rows][64 bytes] in the 64-byte one at
-// d = 64), V^T tiles [d][Bc = 128 keys] (one 128-byte swizzle block), O 16-bit as rung 26's:
-//   sQ [2][Br][d] e4m3 (d = 256: one stage)   sO [Br][d] 16-bit
-//   sK [2][Bc][d] e4m3                         sVt [2][d][Bc] e4m3
-//   d = 64: 80 KiB; d = 128: 128 KiB; d = 256: 224 KiB (each + 1 KiB: Config::kSmemBytes).
+// Grid: min(#SMs, units) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers, units =
+// items, or causal, about half as many pairs of them (schedule.cuh); block:
+// 128 x (1 + consumers) threads. Item t is rows [Nq - (k + 1) Br, Nq - k Br), k = t % Tq, of head
+// t / Tq = b H_q + h (Tq = ceil(Nq / Br); the first tile ragged, its Q tile from row 0); block i
+// takes the items of item_of (both in schedule.cuh, tested on the CPU by
+// tests/test_schedule.cu). Warpgroup 0 produces; consumer c (warpgroup c + 1) owns rows
+// [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16); it visits the item's tiles
+// that its own rows see (consumer_work). The consumers take turns in a cycle (c hands over to
+// c + 1, the last to 0).
+//
+// Lengths and masking (rung 16's rules). Query row i sees key k when k < Nk and, if causal,
+// k <= i + Nk - Nq. For the item's rows [q0, q1) (work_of), the keys any row sees end at
+// kv_end = Nk, or min(Nk, q1 + Nk - Nq) when causal; the keys every row sees at kv_full = Nk, or
+// min(Nk, q0 + 1 + Nk - Nq). The item visits the n = ceil(kv_end / Bc) tiles (none when
+// kv_end <= 0), in the order j = n - 1, ..., 0; tiles j >= floor(kv_full / Bc) are masked, and
+// in that order they are the first n_masked visits. A row of the item's Q tile past q1 (the next
+// item's, or past Nq: zero queries) is computed like the others and never stored.
+//
+// Shared memory (dynamic, + 1 KiB to align); tiles are [d / 64][rows][64] in the 128-byte swizzle:
+//   sQ [2][Br][d]            the queries of item q in stage q % 2 (q_full, q_empty; d = 256: one)
+//   sO [Br][d]               the item's output on its way out    (d = 64, 128; at d = 256: sQ)
+//   sK [2][Bc][d], sV [2][Bc][d]   K/V tile k of the block in stage k % 2 (rung 23's rings)
+//   d = 64: 136 KiB; d = 128: 224 KiB; d = 256: 224 KiB.
+//
+// Schedule of consumer c for one item: rung 26's; a narrow first visit's S is one wgmma of N = 16 a
+// k-step, its mask and softmax take 16 keys, and its P.V (at step 1, a masked step) one k-step.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_fp8.h>
 
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "common/cuda_check.h"
-#include "common/device_buffer.h"
 #include "common/dtype.cuh"
-#include "common/ptx/cvt_fp8.cuh"
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
 #include "common/ptx/math.cuh"
@@ -59,85 +70,59 @@
 #include "common/ptx/wgmma.cuh"
 #include "common/registry.h"
 #include "common/tensor_map.h"
-#include "kernels/27_fp8/schedule.cuh"
+#include "kernels/27_final_hopper/schedule.cuh"
 
 namespace fl {
-namespace k27_fp8 {
+namespace k27_final_hopper {
 
 namespace gmma = ptx::gmma;
-using Fp8 = __nv_fp8_e4m3;  // the wgmma type tag of e4m3 operands
 
-// The tile shape of each head dim: rung 26's Br (64 rows per consumer warpgroup, three at
-// d = 64), and Bc = 128 at every d: at d = 256 the e4m3 P of 128 keys is 16 registers, so O (128),
-// S (64) and P fit in 240 where rung 26's 16-bit P did not (its 80 keys were also no multiple of
-// P.V's k32 steps).
-constexpr int kRingStages = 2;  // stages of the K ring and of the V^T ring (rung 23's), every d
+// The tile shape of each head dim: Br = 64 rows per consumer warpgroup (two, or three at d = 64);
+// Bc is the N of the S wgmma. At d = 256 a consumer thread holds O in 128 registers: S of 80 keys
+// (40) and P (20) fit beside it in 240, S of 128 keys would not; K and V of 80 keys (2 stages x 2
+// x 40 KiB) fit beside Q's 64 KiB in 227 KiB, 96 keys would not. Measured: 80 keys is 2-7% faster
+// than 64 at N >= 2048 (docs/notebooks/24_full_contract.md, "The KV tile at d = 128 and 256").
+constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 23's), every d
 constexpr int kMaxQStages = 2;  // Q's stages where a second fits (Config::kQStages)
 // A first visit whose rows see at most kNarrowKeys keys of its tile is narrow: its GEMMs read
-// those keys only (consumer), and the producer loads only them of K (tmKNarrow). 64, not rung
-// 26's 16: P.V takes keys in k32 steps, and e4m3's narrowest wgmma wrapper is N = 64
-// (common/ptx/wgmma_ops.inc). V^T is loaded whole: a box of fewer keys has rows of fewer than
-// 128 bytes, not the layout of the 128-byte swizzle that the P.V descriptor reads.
-constexpr int kNarrowKeys = 64;
-static_assert(kNarrowKeys % 32 == 0, "a narrow visit's P.V is whole k32 steps");
-constexpr float kLog2PScale = 8.80735492205760410744f;  // log2(448): P is quantised as 448 P
+// those 16 keys only (consumer), and the producer loads only them (tmKNarrow, tmVNarrow).
+constexpr int kNarrowKeys = 16;
 
 template <int kHeadDim>
 struct Config {
   // d = 64: three consumers (Br = 192): the GEMMs of a tile are half those of d = 128 while its
   // softmax is the same, so a third warpgroup's GEMMs are needed to keep the tensor cores busy
-  // while two are in their softmax. A consumer's O, S and P (32 + 64 + 16 registers) fit in 160.
+  // while two are in their softmax. A consumer's O, S and P (32 + 64 + 32 registers) fit in 160.
   static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
   static constexpr int kBr = 64 * kConsumers;
-  static constexpr int kBc = 128;
+  static constexpr int kBc = kHeadDim == 256 ? 80 : 128;
   static constexpr int kStages = kRingStages;
   // Each consumer visits only the tiles its own 64 rows see, where those can be fewer than the
-  // item's: where the item's rows are not a KV tile's length (d = 64: 192 rows over 128 keys),
-  // the causal diagonal crosses tile edges inside the item, and the upper consumers' rows see
-  // fewer tiles. At d = 128 and 256 (128 over 128) they see the same ones (when Nk - Nq is a
-  // multiple of 128), and the loop stays as it was (rung 26's rule).
+  // item's: where the item's rows are not a KV tile's length (d = 64: 192 rows over 128 keys;
+  // d = 256: 128 over 80), the causal diagonal crosses tile edges inside the item, and the upper
+  // consumers' rows see fewer tiles. At d = 128 (128 over 128) they see the same ones (when
+  // Nk - Nq is a multiple of 128), and the kernel keeps its loop as it was: built in, the extra
+  // code measured 0.96-1.00x causal there (docs/notebooks/25_schedule.md, "Each consumer its
+  // own tiles").
   static constexpr bool kConsumerTiles = kBr != kBc;
-  // A Q or K row is d bytes, in blocks of kRowBytes: 128-byte swizzle rows, or one 64-byte row in
-  // the 64-byte swizzle at d = 64. tile_bytes: an e4m3 Q or K tile; V^T's is d x Bc bytes.
-  static constexpr int kRowBytes = kHeadDim < 128 ? kHeadDim : 128;
-  static constexpr int kBlocks = kHeadDim / kRowBytes;
-  static constexpr int tile_bytes(int rows) { return rows * kHeadDim; }
-  static constexpr int o_tile_bytes(int rows) { return rows * kHeadDim * 2; }  // 16-bit O
-  static constexpr int kVtTileBytes = kHeadDim * kBc;
-  // O is never staged in sQ (rung 26's d = 256): a 16-bit O is twice an e4m3 Q tile, and its own
-  // buffer fits at every d (kSmemBytes). (The deferred epilogue: kDeferEpilogue, consumer.)
-  static constexpr bool kOInQ = false;
+  static constexpr int tile_bytes(int rows) { return rows * kHeadDim * 2; }
+  // O staged in sQ (see the banner) when a separate buffer does not fit in 227 KiB.
+  static constexpr bool kOInQ =
+      tile_bytes(kBr) * 2 + 2 * kStages * tile_bytes(kBc) + 1024 > 227 * 1024;
   // Two Q stages when a second one fits beside O's buffer (d = 64, 128): the next item's Q is
   // loaded while this item's steps run, not after its last S (the item before's Q is released
   // at its last S, so the producer waits on the release of two items back).
-  static constexpr int kRingBytes = kStages * (tile_bytes(kBc) + kVtTileBytes);  // K and V^T
   static constexpr int kQStages =
-      tile_bytes(kBr) * 2 + o_tile_bytes(kBr) + kRingBytes + 1024 <= 227 * 1024 ? kMaxQStages : 1;
+      !kOInQ && tile_bytes(kBr) * 3 + 2 * kStages * tile_bytes(kBc) + 1024 <= 227 * 1024
+          ? kMaxQStages
+          : 1;
   static constexpr int kThreads = 128 * (1 + kConsumers);  // the producer warpgroup first
   static constexpr int kProducerRegs = 24;                 // setmaxnreg targets
   static constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
   static_assert(128 * kProducerRegs + 128 * kConsumers * kConsumerRegs <= 65536, "registers");
   static constexpr int kSmemBytes =
-      tile_bytes(kBr) * kQStages + o_tile_bytes(kBr) + kRingBytes + 1024;
+      tile_bytes(kBr) * (kQStages + (kOInQ ? 0 : 1)) + 2 * kStages * tile_bytes(kBc) + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory: 227 KiB a block");
-};
-
-// The descriptor of a K-major e4m3 tile (Q, K) in the swizzle of its row length.
-template <int kRowBytes>
-__device__ __forceinline__ uint64_t kmajor(uint32_t smem_addr) {
-  if constexpr (kRowBytes == 128) {
-    return gmma::kmajor_sw128(smem_addr);
-  } else {
-    static_assert(kRowBytes == 64, "e4m3 rows of 64 or 128 bytes");
-    return gmma::kmajor_sw64(smem_addr);
-  }
-}
-
-// Per (batch, query head): the softmax scale times log2(e) times the Q and K descales, and the V
-// descale (the table the launcher builds from AttnParams' descale factors).
-struct Factors {
-  float scale_log2;
-  float v_descale;
 };
 
 // Named barriers: kTurn + c is consumer c's turn (taken with bar.sync by c, handed over with
@@ -146,30 +131,27 @@ struct Factors {
 constexpr uint32_t kTurn = 1;
 constexpr uint32_t kOwn = 4;
 
-// Issues the kBlocks boxes of a kRows x d e4m3 tile (bytes kRowBytes b .. kRowBytes (b + 1) - 1
-// of each row into block b, kRows x kRowBytes bytes apart), completing on `bar`, armed by the
-// caller. Called by one thread.
+// Issues the d / 64 boxes of a kRows x d tile (columns 64 b .. 64 b + 63 into block b, kRows x
+// 128 bytes apart), completing on `bar`, armed by the caller. Called by one thread.
 template <int kHeadDim, int kRows>
 __device__ __forceinline__ void load_tile(uint8_t* sTile, const CUtensorMap* map, uint32_t bar,
                                           int row, int head, int batch) {
-  using C = Config<kHeadDim>;
 #pragma unroll
-  for (int blk = 0; blk < C::kBlocks; ++blk) {
-    ptx::tma::load_4d(ptx::smem_addr(sTile) + blk * kRows * C::kRowBytes, map, bar,
-                      C::kRowBytes * blk, row, head, batch);
+  for (int blk = 0; blk < kHeadDim / 64; ++blk) {
+    ptx::tma::load_4d(ptx::smem_addr(sTile) + blk * kRows * 128, map, bar, 64 * blk, row, head,
+                      batch);
   }
 }
 
 // One KV tile of the online softmax, as rung 21: P in place of S, the correction still owed by O
-// (exactly 1 for a row whose max did not move). P is scaled by 448 before it is quantised:
-// P = 2^(s c - m c + log2 448), the bias folded into the one FFMA each score already takes.
+// (exactly 1 for a row whose max did not move).
 template <bool kFirst, int kBc>
 __device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row_max)[2],
                                                float (&row_sum)[2], float (&correction)[2],
                                                float scale_log2) {
   // A row's max over this thread's Bc / 4 scores of it: four chains (8-key blocks b = c mod 4),
   // joined at the end. One chain would be Bc / 4 FMNMX each waiting on the last (nvcc 13.0's SASS
-  // showed exactly that), the whole latency on the path to the exponentials.
+  // of rung 23 shows exactly that), the whole latency on the path to the exponentials.
   float tile_max[2];
   float part[2][4];
 #pragma unroll
@@ -201,7 +183,6 @@ __device__ __forceinline__ void online_softmax(float (&rS)[kBc / 2], float (&row
       row_sum[r] *= correction[r];
     }
     row_max[r] = new_max;
-    max_scaled[r] -= kLog2PScale;  // P scaled by 448 (l sums the scaled P)
   }
 #pragma unroll
   for (int i = 0; i < kBc / 2; ++i) {
@@ -220,7 +201,7 @@ __device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float
   }
 }
 
-// The keys of a score array (a reference to one): Bc for rS, 64 for a narrow visit's 32 scores.
+// The keys of a score array (a reference to one): Bc for rS, 16 for a narrow visit's 8 scores.
 template <typename Scores>
 constexpr int keys_of = 2 * static_cast<int>(std::extent_v<std::remove_reference_t<Scores>>);
 
@@ -233,12 +214,13 @@ struct Barriers {
 __device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
 
 // The producer: one thread. For each item that visits a tile: Q once the consumers are done with
-// the last one's, then K_j and V^T_j for j = n - 1 down to 0, each as soon as its stage is free.
+// the last one's, then K_j and V_j for j = n - 1 down to 0, each as soon as its stage is free.
 template <int kHeadDim>
 __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched,
                                          const CUtensorMap* tmQ, const CUtensorMap* tmK,
-                                         const CUtensorMap* tmVt, const CUtensorMap* tmKNarrow,
-                                         uint8_t* sQ, uint8_t* sK, uint8_t* sVt, Barriers& bar) {
+                                         const CUtensorMap* tmV, const CUtensorMap* tmKNarrow,
+                                         const CUtensorMap* tmVNarrow, uint8_t* sQ, uint8_t* sK,
+                                         uint8_t* sV, Barriers& bar) {
   using C = Config<kHeadDim>;
   const int group_size = static_cast<int>(p.heads_q / p.heads_kv);
   uint32_t k = 0;      // the block's KV tile count
@@ -261,37 +243,33 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
     for (int j = w.n - 1; j >= 0; --j, ++k) {
       const int stage = static_cast<int>(k % C::kStages);
       const uint32_t use = k / C::kStages;
-      // A narrow first visit's S reads the first kNarrowKeys keys of its tile and no more: a box
-      // of that many rows of K (into the stage's first rows of each block), not Bc rows of TMA's
-      // zero fill. V^T is loaded whole (kNarrowKeys), so an item of one visit narrows K too.
-      const bool narrow = j == w.n - 1 && w.first_keys <= kNarrowKeys;
+      // A narrow first visit reads the first 16 keys of its tile and no more: a box of 16 rows
+      // (into the stage's first rows of each column block), not Bc rows of TMA's zero fill. Not
+      // in an item of one visit, whose last P.V (STEP n) reads the whole stage, P zero past 16.
+      const bool narrow = j == w.n - 1 && w.n > 1 && w.first_keys <= kNarrowKeys;
       const uint32_t bytes = C::tile_bytes(narrow ? kNarrowKeys : C::kBc);
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.k_empty[stage]), parity(use - 1));
       ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), bytes);
       load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), narrow ? tmKNarrow : tmK,
                                   ptx::smem_addr(&bar.k_full[stage]), j * C::kBc, head_kv, w.batch);
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.v_empty[stage]), parity(use - 1));
-      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), C::kVtTileBytes);
-      // V^T [d][Nk'] of this KV head: keys j Bc .. j Bc + Bc - 1 of all d rows, one box.
-      ptx::tma::load_4d(ptx::smem_addr(sVt + stage * C::kVtTileBytes), tmVt,
-                        ptx::smem_addr(&bar.v_full[stage]), j * C::kBc, 0, head_kv, w.batch);
+      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), bytes);
+      load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), narrow ? tmVNarrow : tmV,
+                                  ptx::smem_addr(&bar.v_full[stage]), j * C::kBc, head_kv, w.batch);
     }
   }
 }
 
-// A consumer warpgroup: 64 query rows of each of the block's items (rung 26's steps; see its
-// banner for what masks and when), with k32 GEMMs, P packed to e4m3 and the factors of the
-// item's head.
+// A consumer warpgroup: 64 query rows of each of the block's items (rung 23's steps; see the
+// banner for what masks and when).
 template <typename T, int kHeadDim>
-__device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched,
-                                         const Factors* factors, int wg, const CUtensorMap* tmO,
-                                         const CUtensorMap* tmOFirst, uint8_t* sQ,
-                                         const uint8_t* sK, const uint8_t* sVt, uint8_t* sO,
-                                         Barriers& bar) {
+__device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sched, int wg,
+                                         const CUtensorMap* tmO, const CUtensorMap* tmOFirst,
+                                         uint8_t* sQ, const uint8_t* sK,
+                                         const uint8_t* sV, uint8_t* sO, Barriers& bar) {
   using C = Config<kHeadDim>;
   constexpr int kBc = C::kBc;
   constexpr int kStages = C::kStages;
-  constexpr int kRowBytes = C::kRowBytes;
   const int warp = (threadIdx.x / 32) % 4;  // warp of the warpgroup: 16 of its rows
   const int lane = threadIdx.x % 32;
   const int group = lane / 4, quad = lane % 4;
@@ -300,12 +278,12 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   constexpr int kBr = C::kBr;
   const uint32_t my_turn = kTurn + wg, other_turn = kTurn + (wg + 1) % kConsumers;
   constexpr uint32_t kTurnThreads = 256;  // the consumer that hands over and the one that takes
-  float scale_log2 = 0.f, v_descale = 0.f;  // the item's head's (Factors)
+  const float scale_log2 = p.softmax_scale * 1.44269504088896340736f;
   const int diag = sched.seqlen_k - sched.seqlen_q;
 
   float rO[kHeadDim / 2];
   float rS[kBc / 2];            // S_j, then P_j in place
-  uint32_t rP[kBc / 32][4];     // P_{j-1} in e4m3: the A operand of the next step's P·V
+  uint32_t rP[kBc / 16][4];     // P_{j-1} packed: the A operand of the next step's P·V
   float row_max[2], row_sum[2];
   float correction[2] = {1.f, 1.f};
 
@@ -314,50 +292,42 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // per-thread registers and was moved to uniform ones (R2UR) at every k-step of S; a branch on
   // such an index (the consumer's tiles, below) put the ring's stage there too.
   const int wg_uniform = int(__reduce_min_sync(~0u, unsigned(wg)));
-  const uint64_t desc_q0 = kmajor<kRowBytes>(ptx::smem_addr(sQ) + wg_uniform * 64 * kRowBytes);
+  const uint64_t desc_q0 = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg_uniform * 64 * 128);
   uint64_t desc_q = desc_q0;  // the item's Q stage
   int q_stage = 0;
-  const uint64_t desc_k0 = kmajor<kRowBytes>(ptx::smem_addr(sK));
-  const uint64_t desc_vt0 = gmma::kmajor_sw128(ptx::smem_addr(sVt));
+  const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
+  const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
   // S = Q_g · K_jᵀ of the tile's first keys_of<acc> keys (Bc into rS, or a narrow first visit's
-  // 64): d / 32 k-steps of 32 bytes, kRowBytes / 32 per block.
+  // 16): d / 16 k-steps, four per 64-column block.
   auto issue_s = [&](auto& acc, int stage) {
     const uint64_t desc_k = gmma::advance(desc_k0, stage * C::tile_bytes(kBc));
-    constexpr int kSteps = kRowBytes / 32;
 #pragma unroll
-    for (int s = 0; s < kHeadDim / 32; ++s) {
-      ptx::wgmma::Wgmma<Fp8, keys_of<decltype(acc)>>::template ss<0>(
-          acc, gmma::advance(desc_q, (s / kSteps) * kBr * kRowBytes + (s % kSteps) * 32),
-          gmma::advance(desc_k, (s / kSteps) * kBc * kRowBytes + (s % kSteps) * 32), s > 0);
+    for (int s = 0; s < kHeadDim / 16; ++s) {
+      ptx::wgmma::Wgmma<T, keys_of<decltype(acc)>>::template ss<0>(
+          acc, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
+          gmma::advance(desc_k, (s / 4) * kBc * 128 + (s % 4) * 32), s > 0);
     }
   };
-  // O += P · V over the tile's first `keys` keys (Bc, or a narrow first visit's 64): keys / 32
-  // k-steps of 32 keys, B = V^T (K-major: d rows of Bc keys), one wgmma of N = d each.
+  // O += P · V over the tile's first `keys` keys (Bc, or a narrow first visit's 16): keys / 16
+  // k-steps of 16 keys, one wgmma of N = d each (the descriptor's leading byte offset, Bc x 128
+  // bytes, steps across V's column blocks).
   auto issue_pv = [&](int stage, bool accumulate, auto keys) {
-    const uint64_t desc_vt = gmma::advance(desc_vt0, stage * C::kVtTileBytes);
+    const uint64_t desc_v = gmma::advance(desc_v0, stage * C::tile_bytes(kBc));
 #pragma unroll
-    for (int s = 0; s < decltype(keys)::value / 32; ++s) {
-      ptx::wgmma::Wgmma<Fp8, kHeadDim>::template rs<0>(rO, rP[s], gmma::advance(desc_vt, s * 32),
-                                                       s > 0 || accumulate);
+    for (int s = 0; s < decltype(keys)::value / 16; ++s) {
+      ptx::wgmma::Wgmma<T, kHeadDim>::template rs<1>(rO, rP[s], gmma::advance(desc_v, s * 16 * 128),
+                                                     s > 0 || accumulate);
     }
   };
-  // P of the keys in acc (rS, or a narrow visit's 64) into rP's first k32 steps, in e4m3: for
-  // each 16-key half h of step s and row r, the thread's keys 2quad, 2quad + 1 of accumulator
-  // blocks 4s + 2h and 4s + 2h + 1, as if they were keys 4quad .. 4quad + 3 of the 16: V^T's keys
-  // are permuted to match (transpose_v).
+  // P of the keys in acc (rS, or a narrow visit's 16) into rP's first k-steps.
   auto pack_p = [&](const auto& acc) {
 #pragma unroll
-    for (int s = 0; s < keys_of<decltype(acc)> / 32; ++s) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int b = 4 * s + 2 * h;
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          rP[s][2 * h + r] = ptx::pack4_e4m3(acc[4 * b + 2 * r], acc[4 * b + 2 * r + 1],
-                                             acc[4 * b + 4 + 2 * r], acc[4 * b + 5 + 2 * r]);
-        }
-      }
+    for (int s = 0; s < keys_of<decltype(acc)> / 16; ++s) {
+      rP[s][0] = pack2<T>(acc[8 * s + 0], acc[8 * s + 1]);
+      rP[s][1] = pack2<T>(acc[8 * s + 2], acc[8 * s + 3]);
+      rP[s][2] = pack2<T>(acc[8 * s + 4], acc[8 * s + 5]);
+      rP[s][3] = pack2<T>(acc[8 * s + 6], acc[8 * s + 7]);
     }
   };
   // The scores of the keys a row does not see become -inf: key >= limit[r] for row r, limit =
@@ -401,12 +371,12 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       rescale_o<kHeadDim>(rO, correction);
     }
   };
-  // The widths of a visit's GEMMs: a whole tile, or a narrow first visit's 64 keys.
+  // The widths of a visit's GEMMs: a whole tile, or a narrow first visit's 16 keys.
   constexpr std::integral_constant<int, kBc> kWide{};
   constexpr std::integral_constant<int, kNarrowKeys> kNarrow{};
   auto fence_p = [&] {
 #pragma unroll
-    for (int s = 0; s < kBc / 32; ++s) ptx::wgmma::fence_operands(rP[s]);
+    for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
   };
 
   // One turn that issues nothing: the cycle of turns counts every consumer's n + 1 turns an item.
@@ -417,7 +387,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // EPILOGUE, in three parts. sum_rows: l summed across the quad and inverted, while the item's
   // last P.V runs; pack_o: O / l, rounded to T, into oP (the fragments stmatrix takes); store_o:
   // oP into the staging buffer by stmatrix, then TMA stores, and the LSE. Where O has its
-  // own buffer (every d in e4m3), store_o runs once the next item's first S is issued, while that S
+  // own buffer (d = 64, 128), store_o runs once the next item's first S is issued, while that S
   // runs (flush, below): it reads oP, the row max and the row sum, not O, which the S's wgmma
   // makes ptxas fence off (C7517: a wait injected before any read of O while a wgmma is in flight).
   uint32_t oP[kHeadDim / 4];
@@ -429,8 +399,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     for (int r = 0; r < 2; ++r) {
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 1);
       row_sum[r] += __shfl_xor_sync(0xffffffffu, row_sum[r], 2);
-      // dv / l: l sums the scaled P (448 P), so this undoes the 448 too. No key seen: O = 0.
-      inv_sum[r] = row_sum[r] > 0.f ? v_descale / row_sum[r] : 0.f;
+      inv_sum[r] = row_sum[r] > 0.f ? 1.f / row_sum[r] : 0.f;  // a row that sees no key: O = 0
     }
   };
   auto pack_o = [&] {
@@ -439,15 +408,14 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       oP[i] = pack2<T>(rO[2 * i] * inv_sum[i % 2], rO[2 * i + 1] * inv_sum[i % 2]);
     }
   };
-  auto store_o = [&](const Work& w, float w_scale_log2) {  // w_scale_log2: w's head's
+  auto store_o = [&](const Work& w) {
     const int row0 = w.q0 + 64 * wg + 16 * warp + group;
     // With its own buffer: the consumer's previous store must have read it. In sQ: the consumer
     // has finished its last S (the wait on its last P.V), and its rows of sQ are its own.
     if (!C::kOInQ && leader) ptx::tma::wait_group_read<0>();
     ptx::named_barrier_sync(kOwn + wg, 128);
-    // The consumer's rows 64 wg .. 64 wg + 63 of each column block of the 16-bit staging tile
-    // (rung 26's layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16
-    // rows.
+    // The consumer's rows 64 wg .. 64 wg + 63 of each column block of the staging tile (the
+    // layout of sQ); one stmatrix.x4 writes 8-column blocks b, b + 1 of the warp's 16 rows.
     const uint32_t o_base = ptx::smem_addr(sO) + wg * 64 * 128;
     const int m = lane / 8;
     const int r_st = 16 * warp + (m % 2) * 8 + lane % 8;  // this lane's row of the 64
@@ -481,22 +449,18 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         if (row0 + 8 * r < w.q1) {
-          lse[row0 + 8 * r] =
-              (row_max[r] * w_scale_log2 + log2f(row_sum[r]) - kLog2PScale) * kLn2;
+          lse[row0 + 8 * r] = (row_max[r] * scale_log2 + log2f(row_sum[r])) * kLn2;
         }
       }
     }
   };
-  // Stored at once where O is staged in sQ (rung 26's d = 256; never here), and at d = 256: O's
-  // 128 registers (live throughout: P.V's wgmma reads them) and S's 64 leave no room in 240 for
-  // oP's 64 across the next item's first S (ptxas spills).
-  constexpr bool kDeferEpilogue = !C::kOInQ && kHeadDim != 256;
+  // O staged in sQ (d = 256) is stored at once: the next item's Q goes where it is staged.
+  constexpr bool kDeferEpilogue = !C::kOInQ;
   Work pending{0, 0, 0, 0, 0, 0, 0};  // the item whose O is in oP, not stored yet: has_pending
-  float pending_scale_log2 = 0.f;     // its head's scale, for its LSE
   bool has_pending = false;
   auto flush = [&] {
     if (has_pending) {
-      store_o(pending, pending_scale_log2);
+      store_o(pending);
       has_pending = false;
     }
   };
@@ -549,9 +513,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       }
       continue;
     }
-    const Factors f = factors[static_cast<int64_t>(w.batch) * p.heads_q + w.head];
-    scale_log2 = f.scale_log2;
-    v_descale = f.v_descale;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       limit[r] = sched.causal ? min(sched.seqlen_k, row0 + 8 * r + 1 + diag) : sched.seqlen_k;
@@ -561,21 +522,21 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full[q_stage]), parity(q_use / C::kQStages));
     ++q_use;
     const int n = mine.n;
-    // A narrow first visit: the rows see at most 64 keys of tile n - 1 (e.g. a length one above
-    // a tile multiple, the tiles counted from the last row). Its S is one wgmma of N = 64 a
-    // k-step, into an array of its own, its mask and softmax take those 64 keys, and its P.V (at
-    // step 1) is two k32 steps. The item's steps are compiled twice (`item`): for a narrow first
-    // visit and for a whole one. A wgmma in a branch must have its whole life there (fence, issue,
-    // commit, wait), or ptxas serializes every wgmma of the kernel (C7514, C7515; rung 26's
-    // notebook).
+    // A narrow first visit: the rows see at most 16 keys of tile n - 1 (a length one above a
+    // tile multiple, the tiles counted from the last row). Its S is one wgmma of N = 16 a k-step,
+    // into an array of its own, its mask and softmax take those 16 keys, and its P.V (at step 1)
+    // is one k-step. The item's steps are compiled twice (`item`): for a narrow first visit and
+    // for a whole one. A wgmma in a branch must have its whole life there (fence, issue, commit,
+    // wait), or ptxas serializes every wgmma of the kernel (C7514, C7515); with both lives in one
+    // body, the whole items' plain loop took 541 instructions instead of 509 at d = 128 (notebook).
     const bool narrow = mine.first_keys <= kNarrowKeys;
 
     auto item = [&](auto narrow_c) {
       // -------------------------------------------------------------------------------------------
-      // STEP 0: S of tile n - 1 alone (a narrow visit's into 32 scores of its own), the mask (a
+      // STEP 0: S of tile n - 1 alone (a narrow visit's into 8 scores of its own), the mask (a
       // tile of which rows see fewer than Bc keys is masked; a narrow one always is), softmax, P.
-      // The two branches are one code written twice, as rung 26's (one lambda called from both
-      // ran slower there: ptxas's schedule, not the work)
+      // The two branches are one code written twice: moved into one lambda called from both,
+      // the build ran 3-6% slower at d = 128, N >= 2048 (ptxas's schedule, not the work: notebook)
       // -------------------------------------------------------------------------------------------
       wait_k(k);
       ptx::named_barrier_sync(my_turn, kTurnThreads);
@@ -596,7 +557,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
         online_softmax<true, kNarrowKeys>(rS_narrow, row_max, row_sum, correction, scale_log2);
         pack_p(rS_narrow);
 #pragma unroll
-        for (int s = kNarrowKeys / 32; s < kBc / 32; ++s) {  // P past the 64 keys: none (an
+        for (int s = kNarrowKeys / 16; s < kBc / 16; ++s) {  // P past the 16 keys: none (an
           rP[s][0] = rP[s][1] = rP[s][2] = rP[s][3] = 0u;    // item of one visit reads it, STEP n)
         }
       } else {
@@ -633,7 +594,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
         ptx::wgmma::commit_group();
         rescale_if_moved();  // O is no wgmma's while S runs: P·V of the tile before waited for
         // the rescale's writes of O, fenced before the wgmma that reads them. A narrow first
-        // visit's P.V (step 1, then a masked step) is two k32 steps.
+        // visit's P.V (step 1, then a masked step) is one k-step.
         if (decltype(narrow_c)::value && decltype(masked)::value && i == 1) {
           ptx::wgmma::fence();
           issue_pv(static_cast<int>((ki - 1) % kStages), false, kNarrow);
@@ -681,16 +642,15 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       k += n;
 
       // -------------------------------------------------------------------------------------------
-      // EPILOGUE: O dv / l packed now; stored (stmatrix, TMA) with the LSE while the next item's
-      // first S runs (flush, at STEP 0 above), or now at d = 256 (kDeferEpilogue)
+      // EPILOGUE: O / l packed now; stored (stmatrix, TMA) with the LSE while the next item's first
+      // S runs (flush, at STEP 0 above), or now where O is staged in sQ
       // -------------------------------------------------------------------------------------------
       pack_o();
       if constexpr (kDeferEpilogue) {
         pending = w;
-        pending_scale_log2 = scale_log2;
         has_pending = true;
       } else {
-        store_o(w, scale_log2);
+        store_o(w);
       }
     };
     if (narrow) item(std::true_type{}); else item(std::false_type{});  // one of two compilations
@@ -703,27 +663,29 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
 
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
-    attention_kernel(const AttnParams p, const Schedule sched, const Factors* factors,
+    attention_kernel(const AttnParams p, const Schedule sched,
                      const __grid_constant__ CUtensorMap tmQ,
                      const __grid_constant__ CUtensorMap tmK,
-                     const __grid_constant__ CUtensorMap tmVt,
+                     const __grid_constant__ CUtensorMap tmV,
                      const __grid_constant__ CUtensorMap tmKNarrow,
+                     const __grid_constant__ CUtensorMap tmVNarrow,
                      const __grid_constant__ CUtensorMap tmO,
                      const __grid_constant__ CUtensorMap tmOFirst) {
   using C = Config<kHeadDim>;
   extern __shared__ uint8_t smem_raw[];
   uint8_t* smem = smem_raw + ((1024 - ptx::smem_addr(smem_raw) % 1024) % 1024);
   uint8_t* sQ = smem;
-  uint8_t* sO = sQ + C::kQStages * C::tile_bytes(C::kBr);
-  uint8_t* sK = sO + C::o_tile_bytes(C::kBr);
-  uint8_t* sVt = sK + C::kStages * C::tile_bytes(C::kBc);
+  uint8_t* sO = C::kOInQ ? sQ : sQ + C::kQStages * C::tile_bytes(C::kBr);
+  uint8_t* sK = (C::kOInQ ? sQ : sO) + C::tile_bytes(C::kBr);
+  uint8_t* sV = sK + C::kStages * C::tile_bytes(C::kBc);
   __shared__ alignas(8) Barriers bar;
 
   if (threadIdx.x == 0) {
     ptx::tma::prefetch_map(&tmQ);
     ptx::tma::prefetch_map(&tmK);
-    ptx::tma::prefetch_map(&tmVt);
+    ptx::tma::prefetch_map(&tmV);
     ptx::tma::prefetch_map(&tmKNarrow);
+    ptx::tma::prefetch_map(&tmVNarrow);
     ptx::tma::prefetch_map(&tmO);
     ptx::tma::prefetch_map(&tmOFirst);
     for (int s = 0; s < C::kQStages; ++s) {
@@ -744,62 +706,11 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
   if (wg == 0) {
     ptx::setmaxnreg_dec<C::kProducerRegs>();
     if (threadIdx.x == 0) {
-      producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmVt, &tmKNarrow, sQ, sK, sVt, bar);
+      producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, &tmKNarrow, &tmVNarrow, sQ, sK, sV, bar);
     }
   } else {
     ptx::setmaxnreg_inc<C::kConsumerRegs>();
-    consumer<T, kHeadDim>(p, sched, factors, wg - 1, &tmO, &tmOFirst, sQ, sK, sVt, sO, bar);
-  }
-}
-
-// -------------------------------------------------------------------------------------------------
-// The V^T pre-pass
-// -------------------------------------------------------------------------------------------------
-// Position l of a 16-key group of V^T holds key key_perm(l) of the group: what pack_p puts in
-// byte l % 4 of register (l / 4) of a k32 A fragment is the thread's accumulator key 2q, 2q + 1,
-// 8 + 2q or 9 + 2q (q = l / 4). P·V sums over keys, so permuting both P's keys and V's alike
-// leaves O unchanged.
-__host__ __device__ constexpr int key_perm(int l) {
-  return (l % 4 < 2) ? 2 * (l / 4) + l % 4 : 8 + 2 * (l / 4) + (l % 4 - 2);
-}
-
-constexpr int kTransposeKeys = 64;  // keys per block of the pre-pass (its V^T rows: 64 bytes)
-constexpr int kTransposeCols = 64;  // head-dim columns per block
-
-// Vt[bh][c][l] = V[b][h][key][c], key = 16 (l / 16) + key_perm(l % 16); 0 for key >= Nk (the
-// padding up to Nk', a multiple of 64). Grid: (B H_kv, key tiles (looped), d / 64); 256 threads.
-__global__ void __launch_bounds__(256)
-    transpose_v(const uint8_t* v, Strides vs, int heads_kv, int seqlen_k, int64_t seqlen_k_pad,
-                int head_dim, uint8_t* vt) {
-  __shared__ alignas(16) uint8_t tile[kTransposeKeys][kTransposeCols + 16];
-  const int64_t bh = blockIdx.x;
-  const int64_t b = bh / heads_kv, h = bh % heads_kv;
-  const int col0 = blockIdx.z * kTransposeCols;
-  const uint8_t* src = v + b * vs.batch + h * vs.head + col0;
-  uint8_t* dst = vt + (bh * head_dim + col0) * seqlen_k_pad;
-  const int t = threadIdx.x;
-  for (int64_t key0 = static_cast<int64_t>(blockIdx.y) * kTransposeKeys; key0 < seqlen_k_pad;
-       key0 += static_cast<int64_t>(gridDim.y) * kTransposeKeys) {
-    // In: 64 keys x 64 bytes, one 16-byte chunk a thread.
-    const int r = t / 4, c = (t % 4) * 16;
-    uint4 x = make_uint4(0, 0, 0, 0);
-    if (key0 + r < seqlen_k) x = *reinterpret_cast<const uint4*>(src + (key0 + r) * vs.row + c);
-    *reinterpret_cast<uint4*>(&tile[r][c]) = x;
-    __syncthreads();
-    // Out: 64 columns x 64 keys, a thread's 16 bytes the 16 (permuted) keys of one group.
-    const int col = t / 4, g = t % 4;
-    uint32_t out[4];
-#pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      out[w] = 0;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        out[w] |= static_cast<uint32_t>(tile[16 * g + key_perm(4 * w + i)][col]) << (8 * i);
-      }
-    }
-    *reinterpret_cast<uint4*>(dst + col * seqlen_k_pad + key0 + 16 * g) =
-        make_uint4(out[0], out[1], out[2], out[3]);
-    __syncthreads();
+    consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, &tmOFirst, sQ, sK, sV, sO, bar);
   }
 }
 
@@ -810,17 +721,13 @@ void dispatch_head_dim(int64_t d, F&& f) {
     case 64: f(std::integral_constant<int, 64>{}); break;
     case 128: f(std::integral_constant<int, 128>{}); break;
     case 256: f(std::integral_constant<int, 256>{}); break;
-    default: throw UnsupportedError("27_fp8: head_dim must be 64, 128 or 256");
+    default: throw UnsupportedError("27_final_hopper: head_dim must be 64, 128 or 256");
   }
 }
 
 bool supported_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
 
-int64_t padded_keys(int64_t seqlen_k) {
-  return (seqlen_k + kTransposeKeys - 1) / kTransposeKeys * kTransposeKeys;
-}
-
-// The tile of the call's head dim (Config); 128 x 128 for a head dim the rung refuses.
+// The tile of the call's head dim (Config); rung 23's 128 x 128 for a head dim the rung refuses.
 TileShape tile(const AttnParams& p) {
   TileShape t{128, 128};
   if (supported_head_dim(p.head_dim)) {
@@ -836,18 +743,15 @@ std::string supports(const AttnParams& p) {
   if (!supported_head_dim(p.head_dim)) {
     return "head_dim must be 64, 128 or 256 (got " + std::to_string(p.head_dim) + ")";
   }
-  std::string why = tma_rules("Q", p.q_stride, p.seqlen_q, 1);
-  if (why.empty()) why = tma_rules("K", p.k_stride, p.seqlen_k, 1);
-  if (why.empty()) why = tma_rules("O", p.o_stride, p.seqlen_q, 2);
+  std::string why = tma_rules("Q", p.q_stride, p.seqlen_q);
+  if (why.empty()) why = tma_rules("K", p.k_stride, p.seqlen_k);
+  if (why.empty()) why = tma_rules("V", p.v_stride, p.seqlen_k);
+  if (why.empty()) why = tma_rules("O", p.o_stride, p.seqlen_q);
   if (!why.empty()) return why;
   // Row and key indices, tile and item counts are 32-bit in the kernel (rung 16's limit).
   if (p.seqlen_q > (int64_t{1} << 30) || p.seqlen_k > (int64_t{1} << 30)) {
     return "Nq and Nk must be <= 2^30 (got Nq = " + std::to_string(p.seqlen_q) +
            ", Nk = " + std::to_string(p.seqlen_k) + ")";
-  }
-  // V^T [B][H_kv][d][Nk'] is one TMA tensor: its batch stride must stay below 2^40 bytes.
-  if (p.heads_kv * p.head_dim * padded_keys(p.seqlen_k) >= (int64_t{1} << 40)) {
-    return "H_kv x d x Nk must be below 2^40 (the V^T workspace is one TMA tensor)";
   }
   const int64_t br = tile(p).br;
   if ((p.seqlen_q + br - 1) / br > INT_MAX / p.heads_q / p.batch) {
@@ -856,58 +760,12 @@ std::string supports(const AttnParams& p) {
   return "";
 }
 
-// The launcher's workspace, kept between calls and grown when a call needs more (as rung 00's:
-// a timed call must not allocate): the factor table, then V^T. Calls are ordered on their stream;
-// two calls on different streams at once would share it, which this rung does not support.
-struct Workspace {
-  std::mutex mutex;
-  DeviceBuffer buffer;
-};
-Workspace& workspace() {
-  static Workspace w;
-  return w;
-}
-
 void launch(const AttnParams& p, cudaStream_t stream) {
-  dispatch_dtype(p.out_dtype, [&](auto tag) {
+  dispatch_dtype(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch_head_dim(p.head_dim, [&](auto dim) {
       constexpr int kHeadDim = decltype(dim)::value;
       using C = Config<kHeadDim>;
-      // The factor table: per (b, h_q), scale log2(e) dq dk and dv (check_common has checked
-      // every descale factor: finite and > 0).
-      const int64_t pairs = p.batch * p.heads_q, group = p.heads_q / p.heads_kv;
-      std::vector<Factors> table(static_cast<size_t>(pairs));
-      for (int64_t b = 0; b < p.batch; ++b) {
-        for (int64_t h = 0; h < p.heads_q; ++h) {
-          const int64_t iq = p.descale_per_head ? b * p.heads_q + h : 0;
-          const int64_t ikv = p.descale_per_head ? b * p.heads_kv + h / group : 0;
-          table[b * p.heads_q + h] = {
-              p.softmax_scale * 1.44269504088896340736f * p.q_descale[iq] * p.k_descale[ikv],
-              p.v_descale[ikv]};
-        }
-      }
-      const int64_t nk_pad = padded_keys(p.seqlen_k);
-      const size_t table_bytes = (pairs * sizeof(Factors) + 1023) / 1024 * 1024;
-      const size_t vt_bytes = static_cast<size_t>(p.batch * p.heads_kv * kHeadDim * nk_pad);
-      Workspace& ws = workspace();
-      std::lock_guard<std::mutex> lock(ws.mutex);
-      if (ws.buffer.bytes() < table_bytes + vt_bytes) ws.buffer.resize(table_bytes + vt_bytes);
-      auto* factors = static_cast<Factors*>(ws.buffer.get());
-      uint8_t* vt = static_cast<uint8_t*>(ws.buffer.get()) + table_bytes;
-      // From pageable memory: copied to a staging buffer before the call returns, so `table`
-      // may go out of scope; ordered on the stream after the previous call's kernel.
-      FL_CUDA_CHECK(cudaMemcpyAsync(factors, table.data(), pairs * sizeof(Factors),
-                                    cudaMemcpyHostToDevice, stream));
-
-      const dim3 tgrid(static_cast<unsigned>(p.batch * p.heads_kv),
-                       static_cast<unsigned>(std::min<int64_t>(nk_pad / kTransposeKeys, 65535)),
-                       static_cast<unsigned>(kHeadDim / kTransposeCols));
-      transpose_v<<<tgrid, 256, 0, stream>>>(static_cast<const uint8_t*>(p.v), p.v_stride,
-                                             static_cast<int>(p.heads_kv),
-                                             static_cast<int>(p.seqlen_k), nk_pad, kHeadDim, vt);
-      FL_CHECK_LAUNCH();
-
       FL_CUDA_CHECK(cudaFuncSetAttribute(attention_kernel<T, kHeadDim>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          C::kSmemBytes));
@@ -917,20 +775,16 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       FL_CUDA_CHECK(cudaGetDevice(&device));
       FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
       const unsigned blocks = static_cast<unsigned>(sms < sched.units ? sms : sched.units);
-      const CUtensorMap tmQ = make_tensor_map_4d(p.q, 1, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
-                                                 p.q_stride, C::kRowBytes, C::kBr, C::kRowBytes);
-      const CUtensorMap tmK = make_tensor_map_4d(p.k, 1, kHeadDim, p.seqlen_k, p.heads_kv,
-                                                 p.batch, p.k_stride, C::kRowBytes, C::kBc,
-                                                 C::kRowBytes);
-      const CUtensorMap tmKNarrow = make_tensor_map_4d(p.k, 1, kHeadDim, p.seqlen_k, p.heads_kv,
-                                                       p.batch, p.k_stride, C::kRowBytes,
-                                                       kNarrowKeys, C::kRowBytes);
-      Strides vts;
-      vts.row = nk_pad;
-      vts.head = kHeadDim * nk_pad;
-      vts.batch = p.heads_kv * kHeadDim * nk_pad;
-      const CUtensorMap tmVt = make_tensor_map_4d(vt, 1, nk_pad, kHeadDim, p.heads_kv, p.batch,
-                                                  vts, C::kBc, kHeadDim, 128);
+      const CUtensorMap tmQ = make_tensor_map_4d(p.q, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
+                                                 p.q_stride, C::kBr);
+      const CUtensorMap tmK = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
+                                                 p.k_stride, C::kBc);
+      const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
+                                                 p.v_stride, C::kBc);
+      const CUtensorMap tmKNarrow = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv,
+                                                       p.batch, p.k_stride, kNarrowKeys);
+      const CUtensorMap tmVNarrow = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv,
+                                                       p.batch, p.v_stride, kNarrowKeys);
       const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.o_stride, 64);
       // O cut at the end of a head's first query tile, rows [0, Nq - (Tq - 1) Br): the store of
@@ -939,25 +793,24 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       const CUtensorMap tmOFirst = make_tensor_map_4d(p.o, kHeadDim, first_rows, p.heads_q,
                                                       p.batch, p.o_stride, 64);
       attention_kernel<T, kHeadDim><<<blocks, C::kThreads, C::kSmemBytes, stream>>>(
-          p, sched, factors, tmQ, tmK, tmVt, tmKNarrow, tmO, tmOFirst);
+          p, sched, tmQ, tmK, tmV, tmKNarrow, tmVNarrow, tmO, tmOFirst);
     });
   });
 }
 
-}  // namespace k27_fp8
+}  // namespace k27_final_hopper
 
 const KernelInfo& kernel_27() {
   static const KernelInfo info{27,
-                               "fp8",
-                               "FP8: rung 26 with e4m3 Q, K, V (k32 wgmma, V^T pre-pass, P in e4m3)",
-                               "docs/kernels/27_fp8.md",
+                               "final_hopper",
+                               "final Hopper: the narrow first visit",
+                               "docs/kernels/27_final_hopper.md",
                                90,
-                               k27_fp8::tile,
-                               k27_fp8::supports,
-                               k27_fp8::launch,
+                               k27_final_hopper::tile,
+                               k27_final_hopper::supports,
+                               k27_final_hopper::launch,
                                false,
-                               90,
-                               true};
+                               90};
   return info;
 }
 

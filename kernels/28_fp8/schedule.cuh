@@ -1,14 +1,14 @@
-// Rung 26's work items: which query tile of which head an item is, which KV tiles it visits and
-// masks, and which items a block takes. Host and device code, so that tests/test_schedule26.cu
-// can check it on the CPU against a brute force (every item taken once, every tile a row sees
-// visited, exactly the tiles that hide a key from some row masked, the blocks' loads balanced).
-// Included by kernels/26_final_hopper/final_hopper.cu.
+// Rung 28's work items: rung 27's schedule.cuh, copied unchanged but for its namespace (which
+// query tile of which head an item is, which KV tiles it visits and masks, which items a block
+// takes). tests/test_schedule.cu checks rung 27's on the CPU against a brute force, and this
+// copy against rung 27's for rung 28's tile shapes (Schedule28). Included by
+// kernels/28_fp8/fp8_attention.cu.
 #pragma once
 
 #include <cstdint>
 
 namespace fl {
-namespace k26_final_hopper {
+namespace k28_fp8 {
 
 // The problem's lengths, as the kernel uses them (int: Nq, Nk <= 2^30, supports()).
 struct Schedule {
@@ -91,7 +91,7 @@ __host__ __device__ __forceinline__ Work consumer_work(const Work& item, int c, 
 // order, the longer first). With Tq odd, a head's middle item pairs with the next head's middle
 // one. The units of two heads a, a + 1 run: a's pairs, the two middles, a + 1's pairs.
 //
-// Rung 23's round robin of items gives a block the same place in every round: when the rounds
+// Rung 24's round robin of items gives a block the same place in every round: when the rounds
 // line up with the heads (G = 132 SMs and 33 query tiles a head: N = 4097), that is the same
 // query tile of every head, causal, the longest to block 0 every time (measured: 0.68x the speed
 // of N = 4096). A snake of items pairs a long item with a short one only where a round's items
@@ -151,5 +151,5 @@ inline Schedule make_schedule(int br, int64_t nq, int64_t nk, int64_t heads_x_ba
   return s;
 }
 
-}  // namespace k26_final_hopper
+}  // namespace k28_fp8
 }  // namespace fl

@@ -1,14 +1,14 @@
-// Rung 27's work items: rung 26's schedule.cuh, copied unchanged but for its namespace (which
-// query tile of which head an item is, which KV tiles it visits and masks, which items a block
-// takes). tests/test_schedule26.cu checks rung 26's on the CPU against a brute force, and this
-// copy against rung 26's for rung 27's tile shapes (Schedule27). Included by
-// kernels/27_fp8/fp8_attention.cu.
+// Rung 26's work items: rung 25's schedule.cuh, copied unchanged but for its namespace (which
+// query tile of which head an item is, which KV tiles it and each consumer's rows of it visit and
+// mask, which items a block takes). tests/test_schedule.cu checks rung 27's on the CPU against a
+// brute force, and rungs 25's and 26's against rung 27's (Schedule25, Schedule26). Included by
+// kernels/26_trims/trims.cu.
 #pragma once
 
 #include <cstdint>
 
 namespace fl {
-namespace k27_fp8 {
+namespace k26_trims {
 
 // The problem's lengths, as the kernel uses them (int: Nq, Nk <= 2^30, supports()).
 struct Schedule {
@@ -25,7 +25,6 @@ struct Work {
   int head, batch;
   int n;           // KV tiles visited: j = n - 1 down to 0
   int n_masked;    // the first n_masked visits (tiles n - 1 .. n - n_masked) are masked
-  int first_keys;  // the keys of the first visit (tile n - 1) up to the last one a row sees
 };
 
 __host__ __device__ __forceinline__ int imin(int a, int b) {
@@ -51,7 +50,6 @@ __host__ __device__ __forceinline__ Work rows_work(int q0, int q1, int head, int
   const int kv_full = s.causal ? imin(s.seqlen_k, q0 + 1 + diag) : s.seqlen_k;
   w.n = kv_end <= 0 ? 0 : (kv_end + kBc - 1) / kBc;
   w.n_masked = w.n - (kv_full <= 0 ? 0 : kv_full / kBc);
-  w.first_keys = w.n == 0 ? 0 : kv_end - (w.n - 1) * kBc;
   return w;
 }
 
@@ -77,7 +75,7 @@ __host__ __device__ __forceinline__ Work work_of(int t, const Schedule& s, int h
 template <int kBc>
 __host__ __device__ __forceinline__ Work consumer_work(const Work& item, int c, const Schedule& s) {
   const int q0 = item.q0 + 64 * c;
-  if (q0 >= item.q1) return Work{q0, q0, item.head, item.batch, 0, 0, 0};
+  if (q0 >= item.q1) return Work{q0, q0, item.head, item.batch, 0, 0};
   return rows_work<kBc>(q0, imin(q0 + 64, item.q1), item.head, item.batch, s);
 }
 
@@ -91,7 +89,7 @@ __host__ __device__ __forceinline__ Work consumer_work(const Work& item, int c, 
 // order, the longer first). With Tq odd, a head's middle item pairs with the next head's middle
 // one. The units of two heads a, a + 1 run: a's pairs, the two middles, a + 1's pairs.
 //
-// Rung 23's round robin of items gives a block the same place in every round: when the rounds
+// Rung 24's round robin of items gives a block the same place in every round: when the rounds
 // line up with the heads (G = 132 SMs and 33 query tiles a head: N = 4097), that is the same
 // query tile of every head, causal, the longest to block 0 every time (measured: 0.68x the speed
 // of N = 4096). A snake of items pairs a long item with a short one only where a round's items
@@ -151,5 +149,5 @@ inline Schedule make_schedule(int br, int64_t nq, int64_t nk, int64_t heads_x_ba
   return s;
 }
 
-}  // namespace k27_fp8
+}  // namespace k26_trims
 }  // namespace fl

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 26 of 27 — final Hopper: the trims
+// Kernel 26 of 28 — the trims
 // builds on: 25 (the schedule)
 // changes:   the time between the tensor cores' GEMMs trimmed, piece by piece (each measured alone,
 //            on the page or in the notebook):
@@ -13,15 +13,11 @@
 //            4. a deferred epilogue: O packed to T after the last P.V, and stored (stmatrix, TMA
 //               store, LSE) while the next item's first S runs (d = 64, 128; at d = 256 O is
 //               staged in sQ, which the next Q needs)
-//            5. a narrow first visit: where an item's rows see at most 16 keys of its first KV
-//               tile (a length one above a tile multiple), its softmax, its GEMMs (S one wgmma of
-//               N = 16, P.V one k-step) and its K/V loads (tmKNarrow, tmVNarrow) take those 16;
-//               the item's steps compiled twice, Q's descriptor from redux.sync (uniform)
-// expect:    above rung 25 at every N; a length one above a tile multiple 0-7% slower (measured)
+// expect:    above rung 25 at every N
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
-// doc:       docs/kernels/26_final_hopper.md (its notebook: docs/notebooks/26_final_hopper.md)
+// doc:       docs/kernels/26_trims.md
 // =================================================================================================
 //
 // Grid: min(#SMs, units) blocks, items = ceil(Nq / Br) x H_q x B, Br = 64 x consumers, units =
@@ -29,7 +25,7 @@
 // 128 x (1 + consumers) threads. Item t is rows [Nq - (k + 1) Br, Nq - k Br), k = t % Tq, of head
 // t / Tq = b H_q + h (Tq = ceil(Nq / Br); the first tile ragged, its Q tile from row 0); block i
 // takes the items of item_of (both in schedule.cuh, tested on the CPU by
-// tests/test_schedule26.cu). Warpgroup 0 produces; consumer c (warpgroup c + 1) owns rows
+// tests/test_schedule.cu). Warpgroup 0 produces; consumer c (warpgroup c + 1) owns rows
 // [64 c, 64 c + 64) of the tile, warp w of it rows [16 w, 16 w + 16); it visits the item's tiles
 // that its own rows see (consumer_work). The consumers take turns in a cycle (c hands over to
 // c + 1, the last to 0).
@@ -75,10 +71,10 @@
 #include "common/ptx/wgmma.cuh"
 #include "common/registry.h"
 #include "common/tensor_map.h"
-#include "kernels/26_final_hopper/schedule.cuh"
+#include "kernels/26_trims/schedule.cuh"
 
 namespace fl {
-namespace k26_final_hopper {
+namespace k26_trims {
 
 namespace gmma = ptx::gmma;
 
@@ -89,9 +85,6 @@ namespace gmma = ptx::gmma;
 // than 64 at N >= 2048 (docs/notebooks/24_full_contract.md, "The KV tile at d = 128 and 256").
 constexpr int kRingStages = 2;  // stages of the K ring and of the V ring (rung 23's), every d
 constexpr int kMaxQStages = 2;  // Q's stages where a second fits (Config::kQStages)
-// A first visit whose rows see at most kNarrowKeys keys of its tile is narrow: its GEMMs read
-// those 16 keys only (consumer), and the producer loads only them (tmKNarrow, tmVNarrow).
-constexpr int kNarrowKeys = 16;
 
 template <int kHeadDim>
 struct Config {
@@ -206,10 +199,6 @@ __device__ __forceinline__ void rescale_o(float (&rO)[kHeadDim / 2], const float
   }
 }
 
-// The keys of a score array (a reference to one): Bc for rS, 16 for a narrow visit's 8 scores.
-template <typename Scores>
-constexpr int keys_of = 2 * static_cast<int>(std::extent_v<std::remove_reference_t<Scores>>);
-
 struct Barriers {
   uint64_t q_full[kMaxQStages], q_empty[kMaxQStages];  // Q's stages: loaded / released
   uint64_t k_full[kRingStages], k_empty[kRingStages];
@@ -223,8 +212,7 @@ __device__ __forceinline__ uint32_t parity(uint32_t use) { return use % 2; }
 template <int kHeadDim>
 __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sched,
                                          const CUtensorMap* tmQ, const CUtensorMap* tmK,
-                                         const CUtensorMap* tmV, const CUtensorMap* tmKNarrow,
-                                         const CUtensorMap* tmVNarrow, uint8_t* sQ, uint8_t* sK,
+                                         const CUtensorMap* tmV, uint8_t* sQ, uint8_t* sK,
                                          uint8_t* sV, Barriers& bar) {
   using C = Config<kHeadDim>;
   const int group_size = static_cast<int>(p.heads_q / p.heads_kv);
@@ -248,18 +236,13 @@ __device__ __forceinline__ void producer(const AttnParams& p, const Schedule& sc
     for (int j = w.n - 1; j >= 0; --j, ++k) {
       const int stage = static_cast<int>(k % C::kStages);
       const uint32_t use = k / C::kStages;
-      // A narrow first visit reads the first 16 keys of its tile and no more: a box of 16 rows
-      // (into the stage's first rows of each column block), not Bc rows of TMA's zero fill. Not
-      // in an item of one visit, whose last P.V (STEP n) reads the whole stage, P zero past 16.
-      const bool narrow = j == w.n - 1 && w.n > 1 && w.first_keys <= kNarrowKeys;
-      const uint32_t bytes = C::tile_bytes(narrow ? kNarrowKeys : C::kBc);
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.k_empty[stage]), parity(use - 1));
-      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), bytes);
-      load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), narrow ? tmKNarrow : tmK,
+      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.k_full[stage]), C::tile_bytes(C::kBc));
+      load_tile<kHeadDim, C::kBc>(sK + stage * C::tile_bytes(C::kBc), tmK,
                                   ptx::smem_addr(&bar.k_full[stage]), j * C::kBc, head_kv, w.batch);
       if (use > 0) ptx::mbarrier::wait(ptx::smem_addr(&bar.v_empty[stage]), parity(use - 1));
-      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), bytes);
-      load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), narrow ? tmVNarrow : tmV,
+      ptx::mbarrier::arrive_expect_tx(ptx::smem_addr(&bar.v_full[stage]), C::tile_bytes(C::kBc));
+      load_tile<kHeadDim, C::kBc>(sV + stage * C::tile_bytes(C::kBc), tmV,
                                   ptx::smem_addr(&bar.v_full[stage]), j * C::kBc, head_kv, w.batch);
     }
   }
@@ -293,57 +276,53 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   float correction[2] = {1.f, 1.f};
 
   // The warpgroup index through redux.sync, whose result ptxas keeps in a uniform register: what
-  // depends on it stays uniform. Q's descriptor, built from wg read from threadIdx, sat in
-  // per-thread registers and was moved to uniform ones (R2UR) at every k-step of S; a branch on
-  // such an index (the consumer's tiles, below) put the ring's stage there too.
-  const int wg_uniform = int(__reduce_min_sync(~0u, unsigned(wg)));
-  const uint64_t desc_q0 = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg_uniform * 64 * 128);
+  // depends on it (the consumer's tiles, below) stays uniform, as the ring's stage must for the
+  // wgmma descriptors (a branch on wg read from threadIdx put them in per-thread registers).
+  const int wg_uniform = C::kConsumerTiles ? int(__reduce_min_sync(~0u, unsigned(wg))) : wg;
+  const uint64_t desc_q0 = gmma::kmajor_sw128(ptx::smem_addr(sQ) + wg * 64 * 128);
   uint64_t desc_q = desc_q0;  // the item's Q stage
   int q_stage = 0;
   const uint64_t desc_k0 = gmma::kmajor_sw128(ptx::smem_addr(sK));
   const uint64_t desc_v0 = gmma::mnmajor_sw128(ptx::smem_addr(sV), kBc * 128);
 
-  // S = Q_g · K_jᵀ of the tile's first keys_of<acc> keys (Bc into rS, or a narrow first visit's
-  // 16): d / 16 k-steps, four per 64-column block.
-  auto issue_s = [&](auto& acc, int stage) {
+  // S = Q_g · K_jᵀ: d / 16 k-steps, four per 64-column block.
+  auto issue_s = [&](int stage) {
     const uint64_t desc_k = gmma::advance(desc_k0, stage * C::tile_bytes(kBc));
 #pragma unroll
     for (int s = 0; s < kHeadDim / 16; ++s) {
-      ptx::wgmma::Wgmma<T, keys_of<decltype(acc)>>::template ss<0>(
-          acc, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
+      ptx::wgmma::Wgmma<T, kBc>::template ss<0>(
+          rS, gmma::advance(desc_q, (s / 4) * kBr * 128 + (s % 4) * 32),
           gmma::advance(desc_k, (s / 4) * kBc * 128 + (s % 4) * 32), s > 0);
     }
   };
-  // O += P · V over the tile's first `keys` keys (Bc, or a narrow first visit's 16): keys / 16
-  // k-steps of 16 keys, one wgmma of N = d each (the descriptor's leading byte offset, Bc x 128
-  // bytes, steps across V's column blocks).
-  auto issue_pv = [&](int stage, bool accumulate, auto keys) {
+  // O += P · V: Bc / 16 k-steps of 16 keys, one wgmma of N = d each (the descriptor's leading
+  // byte offset, Bc x 128 bytes, steps across V's column blocks).
+  auto issue_pv = [&](int stage, bool accumulate) {
     const uint64_t desc_v = gmma::advance(desc_v0, stage * C::tile_bytes(kBc));
 #pragma unroll
-    for (int s = 0; s < decltype(keys)::value / 16; ++s) {
+    for (int s = 0; s < kBc / 16; ++s) {
       ptx::wgmma::Wgmma<T, kHeadDim>::template rs<1>(rO, rP[s], gmma::advance(desc_v, s * 16 * 128),
                                                      s > 0 || accumulate);
     }
   };
-  // P of the keys in acc (rS, or a narrow visit's 16) into rP's first k-steps.
-  auto pack_p = [&](const auto& acc) {
+  auto pack_p = [&] {
 #pragma unroll
-    for (int s = 0; s < keys_of<decltype(acc)> / 16; ++s) {
-      rP[s][0] = pack2<T>(acc[8 * s + 0], acc[8 * s + 1]);
-      rP[s][1] = pack2<T>(acc[8 * s + 2], acc[8 * s + 3]);
-      rP[s][2] = pack2<T>(acc[8 * s + 4], acc[8 * s + 5]);
-      rP[s][3] = pack2<T>(acc[8 * s + 6], acc[8 * s + 7]);
+    for (int s = 0; s < kBc / 16; ++s) {
+      rP[s][0] = pack2<T>(rS[8 * s + 0], rS[8 * s + 1]);  // row group,     keys 2 quad, +1
+      rP[s][1] = pack2<T>(rS[8 * s + 2], rS[8 * s + 3]);  // row group + 8
+      rP[s][2] = pack2<T>(rS[8 * s + 4], rS[8 * s + 5]);  // row group,     keys 8 + 2 quad, +1
+      rP[s][3] = pack2<T>(rS[8 * s + 6], rS[8 * s + 7]);  // row group + 8
     }
   };
   // The scores of the keys a row does not see become -inf: key >= limit[r] for row r, limit =
   // Nk, or min(Nk, row + 1 + Nk - Nq) when causal. Element i is key 8 (i / 4) + 2 quad + i % 2
   // of the tile, row (i / 2) % 2.
   int limit[2];
-  auto mask = [&](auto& acc, int j) {
+  auto mask = [&](int j) {
     const int key0 = j * kBc + 2 * quad;
 #pragma unroll
-    for (int i = 0; i < keys_of<decltype(acc)> / 2; ++i) {
-      if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) acc[i] = -INFINITY;
+    for (int i = 0; i < kBc / 2; ++i) {
+      if (key0 + 8 * (i / 4) + i % 2 >= limit[(i / 2) % 2]) rS[i] = -INFINITY;
     }
   };
   auto wait_k = [&](uint32_t k) {
@@ -376,9 +355,6 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       rescale_o<kHeadDim>(rO, correction);
     }
   };
-  // The widths of a visit's GEMMs: a whole tile, or a narrow first visit's 16 keys.
-  constexpr std::integral_constant<int, kBc> kWide{};
-  constexpr std::integral_constant<int, kNarrowKeys> kNarrow{};
   auto fence_p = [&] {
 #pragma unroll
     for (int s = 0; s < kBc / 16; ++s) ptx::wgmma::fence_operands(rP[s]);
@@ -461,7 +437,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   };
   // O staged in sQ (d = 256) is stored at once: the next item's Q goes where it is staged.
   constexpr bool kDeferEpilogue = !C::kOInQ;
-  Work pending{0, 0, 0, 0, 0, 0, 0};  // the item whose O is in oP, not stored yet: has_pending
+  Work pending{0, 0, 0, 0, 0, 0};  // the item whose O is in oP, not stored yet: has_pending
   bool has_pending = false;
   auto flush = [&] {
     if (has_pending) {
@@ -527,138 +503,95 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
     ptx::mbarrier::wait(ptx::smem_addr(&bar.q_full[q_stage]), parity(q_use / C::kQStages));
     ++q_use;
     const int n = mine.n;
-    // A narrow first visit: the rows see at most 16 keys of tile n - 1 (a length one above a
-    // tile multiple, the tiles counted from the last row). Its S is one wgmma of N = 16 a k-step,
-    // into an array of its own, its mask and softmax take those 16 keys, and its P.V (at step 1)
-    // is one k-step. The item's steps are compiled twice (`item`): for a narrow first visit and
-    // for a whole one. A wgmma in a branch must have its whole life there (fence, issue, commit,
-    // wait), or ptxas serializes every wgmma of the kernel (C7514, C7515); with both lives in one
-    // body, the whole items' plain loop took 541 instructions instead of 509 at d = 128 (notebook).
-    const bool narrow = mine.first_keys <= kNarrowKeys;
 
-    auto item = [&](auto narrow_c) {
-      // -------------------------------------------------------------------------------------------
-      // STEP 0: S of tile n - 1 alone (a narrow visit's into 8 scores of its own), the mask (a
-      // tile of which rows see fewer than Bc keys is masked; a narrow one always is), softmax, P.
-      // The two branches are one code written twice: moved into one lambda called from both,
-      // the build ran 3-6% slower at d = 128, N >= 2048 (ptxas's schedule, not the work: notebook)
-      // -------------------------------------------------------------------------------------------
-      wait_k(k);
-      ptx::named_barrier_sync(my_turn, kTurnThreads);
-      if constexpr (decltype(narrow_c)::value) {
-        float rS_narrow[kNarrowKeys / 2];
-        ptx::wgmma::fence();
-        issue_s(rS_narrow, static_cast<int>(k % kStages));
-        ptx::wgmma::commit_group();
-        ptx::named_barrier_arrive(other_turn, kTurnThreads);
-        flush();  // the item before's O, while this S runs
-        row_max[0] = row_max[1] = -INFINITY;
-        row_sum[0] = row_sum[1] = 0.f;
-        ptx::wgmma::wait_group<0>();
-        ptx::wgmma::fence_operands(rS_narrow);
-        release_k(k);
-        if (n == 1 && !C::kOInQ) release_q();
-        mask(rS_narrow, n - 1);
-        online_softmax<true, kNarrowKeys>(rS_narrow, row_max, row_sum, correction, scale_log2);
-        pack_p(rS_narrow);
-#pragma unroll
-        for (int s = kNarrowKeys / 16; s < kBc / 16; ++s) {  // P past the 16 keys: none (an
-          rP[s][0] = rP[s][1] = rP[s][2] = rP[s][3] = 0u;    // item of one visit reads it, STEP n)
-        }
-      } else {
-        ptx::wgmma::fence();
-        issue_s(rS, static_cast<int>(k % kStages));
-        ptx::wgmma::commit_group();
-        ptx::named_barrier_arrive(other_turn, kTurnThreads);
-        flush();  // the item before's O, while this S runs
-        row_max[0] = row_max[1] = -INFINITY;
-        row_sum[0] = row_sum[1] = 0.f;
-        ptx::wgmma::wait_group<0>();
-        ptx::wgmma::fence_operands(rS);
-        release_k(k);
-        if (n == 1 && !C::kOInQ) release_q();
-        if (mine.n_masked > 0) mask(rS, n - 1);
-        online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
-        pack_p(rS);
-      }
-      correction[0] = correction[1] = 1.f;  // O holds nothing yet
+    // ---------------------------------------------------------------------------------------------
+    // STEP 0: S of tile n - 1 alone, the mask (a tile of which rows see fewer than Bc keys), the
+    // softmax, P; the item before's O stored while this S runs
+    // ---------------------------------------------------------------------------------------------
+    wait_k(k);
+    ptx::named_barrier_sync(my_turn, kTurnThreads);
+    ptx::wgmma::fence();
+    issue_s(static_cast<int>(k % kStages));
+    ptx::wgmma::commit_group();
+    ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    flush();  // the item before's O, while this S runs
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.f;
+    ptx::wgmma::wait_group<0>();
+    ptx::wgmma::fence_operands(rS);
+    release_k(k);
+    if (n == 1 && !C::kOInQ) release_q();
+    if (mine.n_masked > 0) mask(n - 1);
+    online_softmax<true, kBc>(rS, row_max, row_sum, correction, scale_log2);
+    pack_p();
+    correction[0] = correction[1] = 1.f;  // O holds nothing yet
 
-      // -------------------------------------------------------------------------------------------
-      // MAIN LOOP, steps 1 .. n-1: S of tile n - 1 - i, then P·V of the tile before
-      // -------------------------------------------------------------------------------------------
-      // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
-      // come first (the tiles are visited last to first) and run in a loop of their own, so that
-      // the loop of the plain ones is rung 23's, without a test (but for the rescale's place).
-      auto step = [&](int i, auto masked) {
-        const uint32_t ki = k + i;
-        wait_k(ki);
-        wait_v(ki - 1);
-        ptx::named_barrier_sync(my_turn, kTurnThreads);
-        ptx::wgmma::fence();
-        issue_s(rS, static_cast<int>(ki % kStages));
-        ptx::wgmma::commit_group();
-        rescale_if_moved();  // O is no wgmma's while S runs: P·V of the tile before waited for
-        // the rescale's writes of O, fenced before the wgmma that reads them. A narrow first
-        // visit's P.V (step 1, then a masked step) is one k-step.
-        if (decltype(narrow_c)::value && decltype(masked)::value && i == 1) {
-          ptx::wgmma::fence();
-          issue_pv(static_cast<int>((ki - 1) % kStages), false, kNarrow);
-          ptx::wgmma::commit_group();
-        } else {
-          ptx::wgmma::fence();
-          issue_pv(static_cast<int>((ki - 1) % kStages), i > 1, kWide);
-          ptx::wgmma::commit_group();
-        }
-        ptx::named_barrier_arrive(other_turn, kTurnThreads);
-        ptx::wgmma::wait_group<1>();
-        ptx::wgmma::fence_operands(rS);
-        release_k(ki);
-        if (i == n - 1 && !C::kOInQ) release_q();  // the item's last S
-        if constexpr (decltype(masked)::value) mask(rS, n - 1 - i);
-        online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
-        wait_pv_after(row_sum);
-        ptx::wgmma::fence_operands(rO);
-        fence_p();
-        release_v(ki - 1);
-        pack_p(rS);
-      };
-      // A narrow visit's P.V is at step 1, which is then taken in the masked loop.
-      const int masked_end = min(max(mine.n_masked, decltype(narrow_c)::value ? 2 : 1), n);
-      int i = 1;
-      for (; i < masked_end; ++i) step(i, std::true_type{});
-      for (; i < n; ++i) step(i, std::false_type{});
-
-      // -------------------------------------------------------------------------------------------
-      // STEP n: P·V of tile 0 alone
-      // -------------------------------------------------------------------------------------------
-      const uint32_t k_last = k + n - 1;
-      rescale_if_moved();
-      wait_v(k_last);
+    // ---------------------------------------------------------------------------------------------
+    // MAIN LOOP, steps 1 .. n-1: S of tile n - 1 - i, then P·V of the tile before
+    // ---------------------------------------------------------------------------------------------
+    // One step; kMasked: the tile crosses the diagonal or the end of the keys. The masked steps
+    // come first (the tiles are visited last to first) and run in a loop of their own, so that
+    // the loop of the plain ones is rung 23's, without a test (but for the rescale's place).
+    auto step = [&](int i, auto masked) {
+      const uint32_t ki = k + i;
+      wait_k(ki);
+      wait_v(ki - 1);
       ptx::named_barrier_sync(my_turn, kTurnThreads);
       ptx::wgmma::fence();
-      issue_pv(static_cast<int>(k_last % kStages), n > 1, kWide);  // narrow or not (zeros in P)
+      issue_s(static_cast<int>(ki % kStages));
+      ptx::wgmma::commit_group();
+      rescale_if_moved();  // O is no wgmma's while S runs: P·V of the tile before waited for
+      // the rescale's writes of O, fenced before the wgmma that reads them.
+      ptx::wgmma::fence();
+      issue_pv(static_cast<int>((ki - 1) % kStages), i > 1);
       ptx::wgmma::commit_group();
       ptx::named_barrier_arrive(other_turn, kTurnThreads);
-      sum_rows();  // while this P.V runs
-      ptx::wgmma::wait_group<0>();
+      ptx::wgmma::wait_group<1>();
+      ptx::wgmma::fence_operands(rS);
+      release_k(ki);
+      if (i == n - 1 && !C::kOInQ) release_q();  // the item's last S
+      if constexpr (decltype(masked)::value) mask(n - 1 - i);
+      online_softmax<false, kBc>(rS, row_max, row_sum, correction, scale_log2);
+      wait_pv_after(row_sum);
       ptx::wgmma::fence_operands(rO);
       fence_p();
-      release_v(k_last);
-      k += n;
-
-      // -------------------------------------------------------------------------------------------
-      // EPILOGUE: O / l packed now; stored (stmatrix, TMA) with the LSE while the next item's first
-      // S runs (flush, at STEP 0 above), or now where O is staged in sQ
-      // -------------------------------------------------------------------------------------------
-      pack_o();
-      if constexpr (kDeferEpilogue) {
-        pending = w;
-        has_pending = true;
-      } else {
-        store_o(w);
-      }
+      release_v(ki - 1);
+      pack_p();
     };
-    if (narrow) item(std::true_type{}); else item(std::false_type{});  // one of two compilations
+    const int masked_end = min(mine.n_masked, n);
+    int i = 1;
+    for (; i < masked_end; ++i) step(i, std::true_type{});
+    for (; i < n; ++i) step(i, std::false_type{});
+
+    // ---------------------------------------------------------------------------------------------
+    // STEP n: P·V of tile 0 alone
+    // ---------------------------------------------------------------------------------------------
+    const uint32_t k_last = k + n - 1;
+    rescale_if_moved();
+    wait_v(k_last);
+    ptx::named_barrier_sync(my_turn, kTurnThreads);
+    ptx::wgmma::fence();
+    issue_pv(static_cast<int>(k_last % kStages), n > 1);
+    ptx::wgmma::commit_group();
+    ptx::named_barrier_arrive(other_turn, kTurnThreads);
+    sum_rows();  // while this P.V runs
+    ptx::wgmma::wait_group<0>();
+    ptx::wgmma::fence_operands(rO);
+    fence_p();
+    release_v(k_last);
+    k += n;
+
+    // ---------------------------------------------------------------------------------------------
+    // EPILOGUE: O / l packed now; stored (stmatrix, TMA) with the LSE while the next item's first S
+    // runs (flush, at STEP 0 above), or now where O is staged in sQ
+    // ---------------------------------------------------------------------------------------------
+    pack_o();
+    if constexpr (kDeferEpilogue) {
+      pending = w;
+      has_pending = true;
+    } else {
+      store_o(w);
+    }
   }
   flush();
   // The last consumer handed consumer 0 a turn after its last step: consumer 0 takes it.
@@ -672,8 +605,6 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
                      const __grid_constant__ CUtensorMap tmQ,
                      const __grid_constant__ CUtensorMap tmK,
                      const __grid_constant__ CUtensorMap tmV,
-                     const __grid_constant__ CUtensorMap tmKNarrow,
-                     const __grid_constant__ CUtensorMap tmVNarrow,
                      const __grid_constant__ CUtensorMap tmO,
                      const __grid_constant__ CUtensorMap tmOFirst) {
   using C = Config<kHeadDim>;
@@ -689,8 +620,6 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
     ptx::tma::prefetch_map(&tmQ);
     ptx::tma::prefetch_map(&tmK);
     ptx::tma::prefetch_map(&tmV);
-    ptx::tma::prefetch_map(&tmKNarrow);
-    ptx::tma::prefetch_map(&tmVNarrow);
     ptx::tma::prefetch_map(&tmO);
     ptx::tma::prefetch_map(&tmOFirst);
     for (int s = 0; s < C::kQStages; ++s) {
@@ -710,9 +639,7 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     ptx::setmaxnreg_dec<C::kProducerRegs>();
-    if (threadIdx.x == 0) {
-      producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, &tmKNarrow, &tmVNarrow, sQ, sK, sV, bar);
-    }
+    if (threadIdx.x == 0) producer<kHeadDim>(p, sched, &tmQ, &tmK, &tmV, sQ, sK, sV, bar);
   } else {
     ptx::setmaxnreg_inc<C::kConsumerRegs>();
     consumer<T, kHeadDim>(p, sched, wg - 1, &tmO, &tmOFirst, sQ, sK, sV, sO, bar);
@@ -726,7 +653,7 @@ void dispatch_head_dim(int64_t d, F&& f) {
     case 64: f(std::integral_constant<int, 64>{}); break;
     case 128: f(std::integral_constant<int, 128>{}); break;
     case 256: f(std::integral_constant<int, 256>{}); break;
-    default: throw UnsupportedError("26_final_hopper: head_dim must be 64, 128 or 256");
+    default: throw UnsupportedError("26_trims: head_dim must be 64, 128 or 256");
   }
 }
 
@@ -786,10 +713,6 @@ void launch(const AttnParams& p, cudaStream_t stream) {
                                                  p.k_stride, C::kBc);
       const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
                                                  p.v_stride, C::kBc);
-      const CUtensorMap tmKNarrow = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv,
-                                                       p.batch, p.k_stride, kNarrowKeys);
-      const CUtensorMap tmVNarrow = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv,
-                                                       p.batch, p.v_stride, kNarrowKeys);
       const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
                                                  p.o_stride, 64);
       // O cut at the end of a head's first query tile, rows [0, Nq - (Tq - 1) Br): the store of
@@ -798,22 +721,22 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       const CUtensorMap tmOFirst = make_tensor_map_4d(p.o, kHeadDim, first_rows, p.heads_q,
                                                       p.batch, p.o_stride, 64);
       attention_kernel<T, kHeadDim><<<blocks, C::kThreads, C::kSmemBytes, stream>>>(
-          p, sched, tmQ, tmK, tmV, tmKNarrow, tmVNarrow, tmO, tmOFirst);
+          p, sched, tmQ, tmK, tmV, tmO, tmOFirst);
     });
   });
 }
 
-}  // namespace k26_final_hopper
+}  // namespace k26_trims
 
 const KernelInfo& kernel_26() {
   static const KernelInfo info{26,
-                               "final_hopper",
-                               "final Hopper: the trims (softmax, Q stages, epilogue, first visit)",
-                               "docs/kernels/26_final_hopper.md",
+                               "trims",
+                               "the trims: softmax, Q stages, row sums, epilogue",
+                               "docs/kernels/26_trims.md",
                                90,
-                               k26_final_hopper::tile,
-                               k26_final_hopper::supports,
-                               k26_final_hopper::launch,
+                               k26_trims::tile,
+                               k26_trims::supports,
+                               k26_trims::launch,
                                false,
                                90};
   return info;
