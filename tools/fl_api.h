@@ -3,8 +3,8 @@
  * (build/libflash_ladder.so) from tools/c_api.cpp.
  *
  * Kernels are addressed by their number in the ladder (0 = cuBLAS baseline, 1 = naive, ...).
- * Kernel numbers changed: rungs 22-24 of earlier versions are now 23, 26 and 27 (22, 24 and 25
- * are new rungs). fl_kernel_name gives a number's name ("27_final_hopper").
+ * Kernel numbers changed: rungs 22-24 of earlier versions are now 23, 27 and 28 (22, 24, 25 and
+ * 26 are new rungs). fl_kernel_name gives a number's name ("27_final_hopper").
  * Nothing here allocates or synchronises: fl_run enqueues the kernel on the given stream (NULL =
  * the default stream) and returns; the output is ready once that stream is synchronised. C++
  * exceptions never cross this boundary: every failure is a return code and a message.
@@ -127,7 +127,7 @@ FL_API const char* fl_kernel_title(int index); /* the idea the rung adds, or NUL
  * *p on the current device, which is the one with the highest number (the ladder's order is its
  * order of speed). On compute capability 9.0: rung 27 for every fp16/bf16 call (rungs 17-23 take
  * d = 128, lengths that are multiples of 128, non-causal; rungs 24-27 the whole contract), rung
- * 27 for e4m3 inputs; on other GPUs rung 16 for the whole contract. */
+ * 28 for e4m3 inputs; on other GPUs rung 16 for the whole contract. */
 #define FL_KERNEL_BEST (-1)
 
 /* The number of the kernel FL_KERNEL_BEST picks for *p on the current device, or -1 when no

@@ -8,7 +8,7 @@
 //   ./build/ladder --list                  the kernels this build has
 //   ./build/ladder --kernel 28 --dtype e4m3 --out-dtype bf16 --descale head
 //
-// Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (27) e4m3
+// Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (28) e4m3
 // inputs only (O in fp16 or bf16, --out-dtype). With no --kernel, or with no --dtype, each kernel
 // runs the shape in the type it takes: the 16-bit rungs in the 16-bit type (--dtype, or
 // --out-dtype when --dtype is e4m3), the fp8 rungs in e4m3 with that type as O's (or

@@ -11,7 +11,7 @@ build/ folder of the checkout, in ./build, then by the dynamic loader (flash_lad
 Without torch the package imports all the same: the library, its kernels and the C struct work,
 and flash_ladder.attention raises ImportError saying what it needs.
 
-Kernel numbers changed: rungs 22-24 of earlier versions are now 23, 26 and 27.
+Kernel numbers changed: rungs 22-24 of earlier versions are now 23, 27 and 28.
 """
 from ._capi import (ENV_VAR, LIB_NAME, CudaError, FlashLadderError, Kernel, Library,
                     LibraryNotFoundError, NoSuchKernelError, Params, UnsupportedError,
