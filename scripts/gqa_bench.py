@@ -15,7 +15,7 @@ Each kernel's output is checked against the FlashAttention-2 output (max |diff| 
 non-finite output fails). Writes --out (JSON rows in compare_sdpa's format plus "layout",
 "H_kv") and prints a table.
 
-  python3 scripts/gqa_bench.py --kernels 16,26 --out docs/results/h100_gqa.json
+  python3 scripts/gqa_bench.py --kernels 16,27 --out docs/results/h100_gqa.json
 """
 import argparse
 import datetime
@@ -36,7 +36,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default=os.path.join(cs.REPO, "build", "libflash_ladder.so"))
-    ap.add_argument("--kernels", default="16,26")
+    ap.add_argument("--kernels", default="16,27")
     ap.add_argument("--n", default="4096,16384")
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--heads-kv", type=int, default=8)

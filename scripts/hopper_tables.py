@@ -15,8 +15,8 @@ Writes, between markers:
     rungs 16-21 and the peers per N from --sdpa, each cell with its ratio to cuDNN (fp16), and
     the bf16/fp16 ratios;
   * README.md, <!-- BEGIN hopper-ladder-table --> ...: the same for every rung of --final (fp16);
-  * docs/results/README.md, <!-- BEGIN final-table --> ...: the final rung (26) in every series
-    of --final, with its ratios to cuDNN and FlashAttention-2; the same block on page 26
+  * docs/results/README.md, <!-- BEGIN final-table --> ...: the final rung (27) in every series
+    of --final, with its ratios to cuDNN and FlashAttention-2; the same block on page 27
     (final-series);
   * docs/kernels/NN_*.md for NN >= 17, <!-- BEGIN hopper-results --> ... <!-- END ... -->: the
     rung's TFLOP/s, its ratio to the rung before, to FlashAttention-2 and to cuDNN, its fraction

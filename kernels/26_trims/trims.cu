@@ -373,7 +373,8 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
   // makes ptxas fence off (C7517: a wait injected before any read of O while a wgmma is in flight).
   uint32_t oP[kHeadDim / 4];
   // The row sums are whole once the item's last softmax is done: summed and inverted then, not
-  // after the last P.V, where the tensor cores would wait on them (its notebook, "An item's end").
+  // after the last P.V, where the tensor cores would wait on them (docs/notebooks/26_trims.md,
+  // "An item's end").
   float inv_sum[2];
   auto sum_rows = [&] {
 #pragma unroll
