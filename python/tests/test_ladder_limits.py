@@ -1,0 +1,116 @@
+"""The limits that keep the top of the ladder a set of lessons (CONTRIBUTING.md): each rung's code
+differs from the rung before by about 350 lines at most, comments and blank lines left out; its
+banner is at most 25 lines; its page at most about 350; no code comment names a device run; the
+tracked tree stays small. CPU only: the files are read as text."""
+import difflib
+import glob
+import os
+import re
+import subprocess
+import unittest
+
+import _setup
+
+KERNELS = os.path.join(_setup.REPO, "kernels")
+PAGES = os.path.join(_setup.REPO, "docs", "kernels")
+
+FIRST_SPLIT_RUNG = 22      # from here on, one idea a rung under these limits
+MAX_CHANGED_LINES = 370    # "about 350": the rule's figure, with its small margin stated here
+MAX_BANNER_LINES = 25
+MAX_PAGE_LINES = 350
+MAX_TREE_BYTES = 8 * 1024 * 1024
+
+
+def rungs():
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(KERNELS, "[0-9][0-9]_*"))
+                  if glob.glob(os.path.join(p, "*.cu")))
+
+
+def code_lines(rung):
+    """The rung's code: its headers, then its .cu files, comments and blank lines left out."""
+    folder = os.path.join(KERNELS, rung)
+    lines = []
+    for path in sorted(glob.glob(os.path.join(folder, "*.cuh"))) + \
+            sorted(glob.glob(os.path.join(folder, "*.h"))) + \
+            sorted(glob.glob(os.path.join(folder, "*.cu"))):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = re.sub(r"//.*$", "", line.rstrip("\n"))
+                if line.strip():
+                    lines.append(line)
+    return lines
+
+
+def changed_lines(a, b):
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    return sum((i2 - i1) + (j2 - j1)
+               for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+
+
+def banner_lines(path):
+    """Lines from the banner's opening rule to its closing one, both counted."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read().splitlines()
+    rules = [i for i, line in enumerate(text[:80]) if line.startswith("// ====")]
+    return rules[1] - rules[0] + 1 if len(rules) >= 2 else None
+
+
+class Limits(unittest.TestCase):
+    def split_rungs(self):
+        return [r for r in rungs() if int(r[:2]) >= FIRST_SPLIT_RUNG]
+
+    def test_each_rung_changes_few_lines(self):
+        names = rungs()
+        for before, rung in zip(names, names[1:]):
+            if int(rung[:2]) < FIRST_SPLIT_RUNG:
+                continue
+            with self.subTest(rung=rung):
+                n = changed_lines(code_lines(before), code_lines(rung))
+                self.assertLessEqual(n, MAX_CHANGED_LINES, f"{before} -> {rung}: {n} lines")
+
+    def test_the_diff_counts_what_changed(self):
+        a = ["int a;", "int b;", "int c;"]
+        self.assertEqual(changed_lines(a, a), 0)
+        self.assertEqual(changed_lines(a, ["int a;", "int x;", "int c;"]), 2)
+
+    def test_banners_are_short(self):
+        for rung in self.split_rungs():
+            for path in glob.glob(os.path.join(KERNELS, rung, "*.cu")):
+                n = banner_lines(path)
+                if n is None:
+                    continue  # a second .cu of the rung, without a banner
+                with self.subTest(file=path):
+                    self.assertLessEqual(n, MAX_BANNER_LINES)
+                    with open(path, encoding="utf-8") as f:
+                        head = f.read()
+                    self.assertRegex(head, r"// Kernel %s of \d\d — " % rung[:2])
+
+    def test_no_code_comment_names_a_run(self):
+        for path in glob.glob(os.path.join(KERNELS, "*", "*")):
+            with open(path, encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    comment = line.partition("//")[2]
+                    with self.subTest(file=path, line=number):
+                        self.assertIsNone(re.search(r"\b[Rr]uns? [0-9]{1,3}\b", comment), line)
+
+    def test_pages_of_the_split_rungs_are_short(self):
+        for rung in self.split_rungs():
+            page = os.path.join(PAGES, rung + ".md")
+            with self.subTest(page=page):
+                self.assertTrue(os.path.exists(page))
+                with open(page, encoding="utf-8") as f:
+                    self.assertLessEqual(len(f.read().splitlines()), MAX_PAGE_LINES)
+
+    def test_the_tracked_tree_is_small(self):
+        try:
+            out = subprocess.run(["git", "ls-files", "-z"], cwd=_setup.REPO, capture_output=True,
+                                 check=True).stdout
+        except (OSError, subprocess.CalledProcessError) as e:
+            self.skipTest(f"git ls-files did not run here: {e}")
+        paths = [os.path.join(_setup.REPO, p.decode()) for p in out.split(b"\0") if p]
+        size = sum(os.path.getsize(p) for p in paths if os.path.isfile(p))
+        self.assertLess(size, MAX_TREE_BYTES, f"{size} bytes tracked")
+
+
+if __name__ == "__main__":
+    unittest.main()
