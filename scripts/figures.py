@@ -1622,15 +1622,16 @@ def fig_persistent(out):
 
 
 def fig_item_assignment(out):
-    """Rung 27's assignment of work items to blocks (kernels/27_final_hopper/schedule.cuh: work_of,
-    unit_item, item_of), computed for two causal calls: each block's total KV tiles under rung
-    22's round robin of items, under a snake of items (rung 27 before its units) and under its
-    units. Arithmetic on the schedule, not a measurement."""
-    src = read("kernels/27_final_hopper/schedule.cuh")
+    """Rung 25's assignment of work items to blocks (kernels/25_schedule/schedule.cuh: work_of,
+    unit_item, item_of), computed for two causal calls: each block's total KV tiles under the
+    round robin of items of rungs 22-24, under a snake of items and under rung 25's units, the
+    query tiles counted from a head's last row in all three (rung 25's work_of). Arithmetic on the
+    schedule, not a measurement."""
+    src = read("kernels/25_schedule/schedule.cuh")
     for needle in ("round % 2 == 0 ? block : blocks - 1 - block", "s.seqlen_q - (t % s.q_tiles) * kBr",
                    "member == 0 ? r : tq - 1 - r", "head * tq + half"):
         if needle not in src:
-            fail("item_assignment: kernels/27_final_hopper/schedule.cuh no longer has "
+            fail("item_assignment: kernels/25_schedule/schedule.cuh no longer has "
                  f"'{needle}' (the snake of units, the order of work_of, the pairs) that this "
                  "figure draws")
     blocks = 132
@@ -1655,14 +1656,14 @@ def fig_item_assignment(out):
 
         count = tq * heads
         units = (tq // 2) * heads + (tq % 2) * ((heads + 1) // 2)
-        loads = {"round robin of items (rung 23)": [0] * blocks,
+        loads = {"round robin of items (rungs 22-24)": [0] * blocks,
                  "snake of items": [0] * blocks,
-                 "snake of units (rung 27's item_of)": [0] * blocks}
+                 "snake of units (rung 25's item_of)": [0] * blocks}
         for r in range(-(-count // blocks)):
             for i in range(blocks):
                 t = r * blocks + i
                 if t < count:
-                    loads["round robin of items (rung 23)"][i] += tiles(t)
+                    loads["round robin of items (rungs 22-24)"][i] += tiles(t)
                 t = r * blocks + (blocks - 1 - i if r % 2 else i)
                 if t < count:
                     loads["snake of items"][i] += tiles(t)
@@ -1672,7 +1673,7 @@ def fig_item_assignment(out):
                 for member in (0, 1):
                     t = unit_item(p, member) if p < units else -1
                     if t >= 0:
-                        loads["snake of units (rung 27's item_of)"][i] += tiles(t)
+                        loads["snake of units (rung 25's item_of)"][i] += tiles(t)
         return tq, loads
 
     fig, axes = plt.subplots(1, 2, figsize=(12.5, 3.8))
