@@ -8,7 +8,7 @@
 //   warp other than the slab's first computes, which must reach every row of the split tile
 //   through the merge.
 // Rungs 24-27, the Hopper rungs of the same contract, run the same shapes and their own edges
-// (Rung23PassesAtEveryEdge).
+// (ContractRungsPassAtEveryEdge).
 // Rung 28 (FP8) runs the edges of its own narrow first visit, in e4m3 (Rung28PassesAtEveryEdge).
 // Each case goes through fl::verify (the pass rule against the fp32 reference, LSE, every row
 // written, two runs bitwise equal). The shipped configs all split (checked without a GPU).
@@ -158,7 +158,7 @@ TEST(ShortTiles, Rung16PassesAtEveryEdge) {
 // tried on rung 27 (its notebook, "Short items"): a last query tile of 64 rows (one consumer's)
 // with a last KV tile of 16 keys, one row and one key more, an odd number of KV tiles behind a
 // 1-row query tile, and causal N + 1 (the longest item a single row).
-TEST(ShortTiles, Rung23PassesAtEveryEdge) {
+TEST(ShortTiles, ContractRungsPassAtEveryEdge) {
   FL_REQUIRE_GPU();
   int rungs = 0;
   for (const char* id : {"24", "25", "26", "27"}) {
@@ -205,7 +205,7 @@ TEST(ShortTiles, Rung23PassesAtEveryEdge) {
 // one, so the rings' barrier phases must stay in step across them (the edge cases above are one
 // or two items a block); non-causal and causal (rungs 25-27: there the ragged tile is a head's
 // shortest item, and the next item's rows in its Q tile are computed and not stored).
-TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
+TEST(ShortTiles, ContractRungsRaggedTilesAmongManyItems) {
   FL_REQUIRE_GPU();
   int rungs = 0;
   for (const char* id : {"24", "25", "26", "27"}) {
@@ -249,7 +249,7 @@ TEST(ShortTiles, Rung23RaggedTilesAmongManyItems) {
 // (Nk = 5) must come out finite, and right. (The stages keep the first launch's bytes only if the
 // GPU leaves shared memory as it was between launches, as it does in practice; where it does not,
 // the first check passes either way, and the second still checks the results.)
-TEST(ShortTiles, Rung23ItemOfOneNarrowVisitReadsNoStaleRows) {
+TEST(ShortTiles, Rung27ItemOfOneNarrowVisitReadsNoStaleRows) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k = fl::find_kernel("27");
   if (k == nullptr) GTEST_SKIP() << "rung 27 is not in this build (FL_KERNELS, FL_HOPPER)";
