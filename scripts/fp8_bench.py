@@ -137,9 +137,9 @@ def main():
         e24 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("28")), math.nan)
         e23 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("27")), math.nan)
         print(f"N={n:6d} B={b:2d} " + "  ".join(f"{k.split(' ')[0]} {row.get(k, math.nan):7.1f}" for k in impls)
-              + f"  | 24/23 {row.get('28_fp8 (e4m3)', math.nan) / row.get('27_final_hopper (fp16)', math.nan):.2f}"
-              + f"  24/cuDNN {row.get('28_fp8 (e4m3)', math.nan) / row.get('cuDNN (SDPA cudnn, fp16)', math.nan):.2f}"
-              + f"  err24 {e24:.2e} err23 {e23:.2e}", flush=True)
+              + f"  | 28/27 {row.get('28_fp8 (e4m3)', math.nan) / row.get('27_final_hopper (fp16)', math.nan):.2f}"
+              + f"  28/cuDNN {row.get('28_fp8 (e4m3)', math.nan) / row.get('cuDNN (SDPA cudnn, fp16)', math.nan):.2f}"
+              + f"  err28 {e24:.2e} err27 {e23:.2e}", flush=True)
 
     if args.out:
         doc = {"context": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
