@@ -81,7 +81,9 @@ def main():
              for t in ("fl_kernels.dir", "fl_kernels_sm90a.dir")]
     if not bases[0].exists():
         sys.exit(f"no kernel objects under {bases[0]}: build first")
-    kdirs = [p for base in bases if base.exists() for p in base.iterdir() if p.is_dir()]
+    # Only the rungs the tree has: a build folder can keep the objects of a rung since renamed.
+    kdirs = [p for base in bases if base.exists() for p in base.iterdir()
+             if p.is_dir() and (ROOT / "kernels" / p.name).is_dir()]
     for kdir in sorted(kdirs, key=lambda p: p.name):
         rows = []
         for rep in sorted(kdir.glob("*.ptxas.txt")):
@@ -91,8 +93,7 @@ def main():
         text = table(rows)
         print(f"## {kdir.name}\n\n{text}\n")
         if args.pages:
-            num = kdir.name[:2]
-            for page in (ROOT / "docs" / "kernels").glob(f"{num}_*.md"):
+            for page in (ROOT / "docs" / "kernels").glob(f"{kdir.name}.md"):
                 cmd = ("Compiler report of `cmake --build build` (nvcc 13.0, `--resource-usage`), "
                        "printed by `scripts/resource_report.py build`:\n\n")
                 fill(page, "resources", cmd + text)
