@@ -94,14 +94,14 @@ def main():
         q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.half) for _ in range(3))
         (q8, dq), (k8, dk), (v8, dv) = quantize(q), quantize(k), quantize(v)
         deq = [(x8.float() * s).half() for x8, s in ((q8, dq), (k8, dk), (v8, dv))]
-        o24 = torch.empty_like(q)
-        o23 = torch.empty_like(q)
-        p24, keep = fp8_params(q8, k8, v8, (dq, dk, dv), deq, o24, causal, scale)
-        p23 = cs.make_params(deq[0], deq[1], deq[2], o23, causal, scale)
+        o_fp8 = torch.empty_like(q)
+        o_fp16 = torch.empty_like(q)
+        p_fp8, keep = fp8_params(q8, k8, v8, (dq, dk, dv), deq, o_fp8, causal, scale)
+        p_fp16 = cs.make_params(deq[0], deq[1], deq[2], o_fp16, causal, scale)
         fl = cs.flops(b, h, n, d, causal)
         impls = {
-            "28_fp8 (e4m3)": lambda: ladder.run(28, p24),
-            "27_final_hopper (fp16)": lambda: ladder.run(27, p23),
+            "28_fp8 (e4m3)": lambda: ladder.run(28, p_fp8),
+            "27_final_hopper (fp16)": lambda: ladder.run(27, p_fp16),
         }
         for name, backend in (("cuDNN (SDPA cudnn, fp16)", SDPBackend.CUDNN_ATTENTION),
                               ("FlashAttention-2 (SDPA flash, fp16)", SDPBackend.FLASH_ATTENTION)):
@@ -119,7 +119,7 @@ def main():
             err = math.nan
             if n <= args.check_max_n and name[:2] in ("28", "27"):
                 ref = cs.reference_fp32(deq[0], deq[1], deq[2], causal, scale)
-                out = o24 if name.startswith("28") else o23
+                out = o_fp8 if name.startswith("28") else o_fp16
                 fn()
                 torch.cuda.synchronize()
                 err = cs.max_err(out, ref)
@@ -134,12 +134,12 @@ def main():
         for name in impls:
             if name in ms:
                 row[name] = fl / ms[name] / 1e9
-        e24 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("28")), math.nan)
-        e23 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("27")), math.nan)
+        e_fp8 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("28")), math.nan)
+        e_fp16 = next((e["err_vs_fp32"] for e in entries if e["N"] == n and e["impl"].startswith("27")), math.nan)
         print(f"N={n:6d} B={b:2d} " + "  ".join(f"{k.split(' ')[0]} {row.get(k, math.nan):7.1f}" for k in impls)
               + f"  | 28/27 {row.get('28_fp8 (e4m3)', math.nan) / row.get('27_final_hopper (fp16)', math.nan):.2f}"
               + f"  28/cuDNN {row.get('28_fp8 (e4m3)', math.nan) / row.get('cuDNN (SDPA cudnn, fp16)', math.nan):.2f}"
-              + f"  err28 {e24:.2e} err27 {e23:.2e}", flush=True)
+              + f"  err28 {e_fp8:.2e} err27 {e_fp16:.2e}", flush=True)
 
     if args.out:
         doc = {"context": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
