@@ -47,8 +47,9 @@ done
 # left to tests/test_short_tiles.cu: this shape keeps Nq > Nk, rows that see no key).
 # The Hopper rungs (17+) take tiles of 128 keys: at N = 384 they visit 3 KV tiles through their
 # 2-stage ring, so a stage is reused (its mbarrier's second phase, parity 1) within the run.
-# Nq = 129, Nk = 257 at d = 128 ends the 128 x 128 tiles of rungs 24-27 in a query tile of 1 row (after
-# one whole one) and a KV tile of 1 key (after two): the edges of their short items (rung 27's narrow first visit among them).
+# Nq = 129, Nk = 257 at d = 128 ends the 128 x 128 tiles of rungs 24-27 in a query tile of 1 row
+# (after one whole one) and a KV tile of 1 key (after two): the edges of their short items (rung
+# 27's narrow first visit among them).
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
   "gqa_n384_d128_lse:--n 384 --d 128 --heads 4 --heads-kv 2 --lse"
