@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("gpu", fl::device_name());
 
   std::vector<const fl::KernelInfo*> kernels;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     if (flags.kernels.empty() ||
         std::find_if(flags.kernels.begin(), flags.kernels.end(), [&](const std::string& s) {
           return fl::find_kernel(s) == k;

@@ -161,12 +161,54 @@ std::string check_descales(const AttnParams& p) {
 
 }  // namespace
 
+// The rules on one tensor of a call: non-null, 16-byte aligned, head-dimension stride 1,
+// strides >= 0, rows >= d apart, row/head/batch strides multiples of 16 bytes, offsets in int64.
+std::string check_tensor(const char* name, const void* ptr, const Strides& s, int64_t batch,
+                         int64_t heads, int64_t rows, int64_t head_dim, int64_t elem) {
+  std::ostringstream why;
+  if (ptr == nullptr) {
+    why << name << " is a null pointer";
+    return why.str();
+  }
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) {
+    why << name << " must be 16-byte aligned (address " << ptr << ")";
+    return why.str();
+  }
+  if (s.dim != 1) {
+    why << name << "'s head-dimension stride must be 1 (got " << s.dim
+        << "): every kernel reads a row's d elements as contiguous 16-byte vectors";
+    return why.str();
+  }
+  if (s.batch < 0 || s.head < 0 || s.row < 0) {
+    why << name << " strides must be >= 0";
+    return why.str();
+  }
+  if (rows > 1 && s.row < head_dim) {
+    why << name << " row stride (" << s.row << ") must be >= d (" << head_dim
+        << "): rows must not overlap";
+    return why.str();
+  }
+  // Strides in bytes: every row, head and batch starts on a 16-byte boundary (8 elements of a
+  // 16-bit type, 16 of e4m3).
+  const int64_t per16 = 16 / elem;
+  if (s.row % per16 != 0 || s.head % per16 != 0 || s.batch % per16 != 0) {
+    why << name << " strides must be multiples of " << per16 << " elements (16 bytes"
+        << (elem == 1 ? " of e4m3" : "") << "), got batch=" << s.batch << " head=" << s.head
+        << " row=" << s.row;
+    return why.str();
+  }
+  if (span_elements(s, batch, heads, rows, head_dim) < 0) {
+    why << name << " offsets overflow int64";
+    return why.str();
+  }
+  return "";
+}
+
 std::string check_common(const AttnParams& p) {
   const std::string shape = check_shape(p);
   if (!shape.empty()) return shape;
   const std::string types = check_types(p);
   if (!types.empty()) return types;
-  std::ostringstream why;
   const int64_t in_size = element_size(p.dtype), out_size = element_size(p.out_dtype);
   const struct {
     const char* name;
@@ -178,42 +220,9 @@ std::string check_common(const AttnParams& p) {
                  {"V", p.v, &p.v_stride, p.heads_kv, p.seqlen_k, in_size},
                  {"O", p.o, &p.o_stride, p.heads_q, p.seqlen_q, out_size}};
   for (const auto& t : tensors) {
-    if (t.ptr == nullptr) {
-      why << t.name << " is a null pointer";
-      return why.str();
-    }
-    if (reinterpret_cast<uintptr_t>(t.ptr) % 16 != 0) {
-      why << t.name << " must be 16-byte aligned (address " << t.ptr << ")";
-      return why.str();
-    }
-    const Strides& s = *t.s;
-    if (s.dim != 1) {
-      why << t.name << "'s head-dimension stride must be 1 (got " << s.dim
-          << "): every kernel reads a row's d elements as contiguous 16-byte vectors";
-      return why.str();
-    }
-    if (s.batch < 0 || s.head < 0 || s.row < 0) {
-      why << t.name << " strides must be >= 0";
-      return why.str();
-    }
-    if (t.rows > 1 && s.row < p.head_dim) {
-      why << t.name << " row stride (" << s.row << ") must be >= d (" << p.head_dim
-          << "): rows must not overlap";
-      return why.str();
-    }
-    // Strides in bytes: every row, head and batch starts on a 16-byte boundary (8 elements of a
-    // 16-bit type, 16 of e4m3).
-    const int64_t per16 = 16 / t.elem;
-    if (s.row % per16 != 0 || s.head % per16 != 0 || s.batch % per16 != 0) {
-      why << t.name << " strides must be multiples of " << per16 << " elements (16 bytes"
-          << (t.elem == 1 ? " of e4m3" : "") << "), got batch=" << s.batch
-          << " head=" << s.head << " row=" << s.row;
-      return why.str();
-    }
-    if (span_elements(s, p.batch, t.heads, t.rows, p.head_dim) < 0) {
-      why << t.name << " offsets overflow int64";
-      return why.str();
-    }
+    const std::string bad =
+        check_tensor(t.name, t.ptr, *t.s, p.batch, t.heads, t.rows, p.head_dim, t.elem);
+    if (!bad.empty()) return bad;
   }
   if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0) {
     return "LSE must be 4-byte aligned";
@@ -235,6 +244,8 @@ double minimum_bytes(const AttnParams& p) {
   const double kv = 2.0 * p.batch * p.heads_kv * p.seqlen_k * p.head_dim;
   return (q + kv) * in + q * out;
 }
+
+double backward_flops(const AttnParams& p) { return 2.5 * attention_flops(p); }
 
 double problem_intensity(const AttnParams& p) { return attention_flops(p) / minimum_bytes(p); }
 

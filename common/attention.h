@@ -103,9 +103,48 @@ std::string check_shape(const AttnParams& p);
 // descale_per_head false). Returns "" when the parameters are well formed, else the broken rule.
 std::string check_common(const AttnParams& p);
 
+// The backward of the same problem: given dO = dLoss/dO, the gradients dQ, dK, dV (GQA: dK and
+// dV per KV head, summed over the H_q / H_kv query heads that share it). With S = scale Q K^T,
+// P = exp(S - LSE) (recomputed from the forward's LSE), D = rowsum(dO * O):
+//   dV = P^T dO, dP = dO V^T, dS = P * (dP - D), dQ = scale dS K, dK = scale dS^T Q.
+struct BwdParams {
+  // Q, K, V, the forward's O and LSE (required here: an input), sizes, causal, scale. fwd.o and
+  // fwd.lse must be what the forward wrote for these Q, K, V (O in dtype, LSE in fp32).
+  AttnParams fwd;
+  const void* dout = nullptr;  // dO, shaped like O   [B, H_q, Nq, d]
+  void* dq = nullptr;          // dQ, shaped like Q   [B, H_q, Nq, d]
+  void* dk = nullptr;          // dK, shaped like K   [B, H_kv, Nk, d]
+  void* dv = nullptr;          // dV, shaped like V   [B, H_kv, Nk, d]
+  Strides do_stride, dq_stride, dk_stride, dv_stride;
+  // Scratch the kernel needs (fp32 dQ accumulator, D, ...): at least the size the registry
+  // reports for the kernel and shape (backward_workspace_bytes), 256-byte aligned. Its contents
+  // need not be anything on entry; the call owns it until the stream reaches the call's end.
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
+};
+
+// dO, dQ strides as fwd's Q strides and dK, dV's as K's; every pointer of the backward null.
+BwdParams make_bwd_params(const AttnParams& fwd);
+
+// The rules every backward kernel shares: check_common(fwd); fp16 or bf16 inputs; the LSE
+// present; dO, dQ, dK, dV by the same rules as Q, K, V (in the inputs' dtype); the workspace
+// non-null when its size is > 0, 256-byte aligned. "" when they hold, else the broken rule.
+// (Whether the workspace is large enough depends on the kernel: run_backward checks it.)
+std::string check_backward(const BwdParams& b);
+
 // Attention FLOPs: 4 * B * H_q * Nq * Nk * d (two GEMMs of 2 FLOPs per multiply-add),
 // halved when causal (the convention of FlashAttention-2's benchmarks).
 double attention_flops(const AttnParams& p);
+
+// Backward FLOPs: 2.5 times attention_flops (five GEMMs against the forward's two), the count
+// FlashAttention's benchmarks use; halved when causal, as the forward's.
+double backward_flops(const AttnParams& p);
+
+// The rules on one tensor (the name is the message's): non-null, 16-byte aligned, head-dimension
+// stride 1, strides >= 0, rows >= d apart, strides multiples of 16 bytes (elem bytes each),
+// offsets that fit in int64. "" when they hold.
+std::string check_tensor(const char* name, const void* ptr, const Strides& s, int64_t batch,
+                         int64_t heads, int64_t rows, int64_t head_dim, int64_t elem);
 
 // The bytes the whole problem must move at least: read Q, K, V once (element_size(dtype)), write
 // O once (element_size(out_dtype)).

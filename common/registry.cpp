@@ -1,6 +1,7 @@
 #include "common/registry.h"
 
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 
 #include "common/cuda_check.h"
@@ -23,7 +24,58 @@ const KernelInfo* find_kernel(const std::string& key) {
   return nullptr;
 }
 
+const std::vector<const KernelInfo*>& forward_kernels() {
+  static const std::vector<const KernelInfo*> kernels = [] {
+    std::vector<const KernelInfo*> v;
+    for (const KernelInfo* k : all_kernels()) {
+      if (k->op == Op::forward) v.push_back(k);
+    }
+    return v;
+  }();
+  return kernels;
+}
+
+const std::vector<const KernelInfo*>& backward_kernels() {
+  static const std::vector<const KernelInfo*> kernels = [] {
+    std::vector<const KernelInfo*> v;
+    for (const KernelInfo* k : all_kernels()) {
+      if (k->op == Op::backward) v.push_back(k);
+    }
+    return v;
+  }();
+  return kernels;
+}
+
+namespace {
+
+// "" when the current device's compute capability is in [kernel.min_sm, kernel.max_sm].
+std::string why_not_this_device(const KernelInfo& kernel) {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
+      (major * 10 + minor < kernel.min_sm ||
+       (kernel.max_sm != 0 && major * 10 + minor > kernel.max_sm))) {
+    const std::string has =
+        " (device has " + std::to_string(major) + "." + std::to_string(minor) + ")";
+    if (kernel.max_sm == kernel.min_sm) {
+      return "needs compute capability " + std::to_string(kernel.min_sm / 10) + "." +
+             std::to_string(kernel.min_sm % 10) + " exactly: its code is built for sm_" +
+             std::to_string(kernel.min_sm) + "a alone (wgmma, TMA, setmaxnreg)" + has;
+    }
+    return "needs compute capability >= " + std::to_string(kernel.min_sm / 10) + "." +
+           std::to_string(kernel.min_sm % 10) + has;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
+  if (kernel.op == Op::backward) {
+    return "kernel " + kernel.name() +
+           ": is a backward rung (it computes dQ, dK, dV): call it through run_backward";
+  }
   std::string why = check_common(p);
   // The input type, by KernelInfo::fp8_inputs, before the kernel's own rules (which assume it).
   if (why.empty() && p.dtype == DType::e4m3 && !kernel.fp8_inputs) {
@@ -32,31 +84,51 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
     why = std::string("takes e4m3 inputs only (got ") + to_string(p.dtype) + ")";
   }
   if (why.empty()) why = kernel.supports(p);
+  if (why.empty()) why = why_not_this_device(kernel);
+  return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
+}
+
+std::string why_unsupported_backward(const KernelInfo& kernel, const BwdParams& b) {
+  if (kernel.op != Op::backward) {
+    return "kernel " + kernel.name() +
+           ": is a forward rung (it computes O): the backward needs a backward rung";
+  }
+  std::string why = check_backward(b);
+  if (why.empty()) why = kernel.supports_backward(b);
+  if (why.empty()) why = why_not_this_device(kernel);
   if (why.empty()) {
-    int device = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess &&
-        (major * 10 + minor < kernel.min_sm ||
-         (kernel.max_sm != 0 && major * 10 + minor > kernel.max_sm))) {
-      const std::string has = " (device has " + std::to_string(major) + "." +
-                              std::to_string(minor) + ")";
-      if (kernel.max_sm == kernel.min_sm) {
-        why = "needs compute capability " + std::to_string(kernel.min_sm / 10) + "." +
-              std::to_string(kernel.min_sm % 10) + " exactly: its code is built for sm_" +
-              std::to_string(kernel.min_sm) + "a alone (wgmma, TMA, setmaxnreg)" + has;
-      } else {
-        why = "needs compute capability >= " + std::to_string(kernel.min_sm / 10) + "." +
-              std::to_string(kernel.min_sm % 10) + has;
-      }
+    const int64_t need = kernel.backward_workspace(b.fwd);
+    if (b.workspace_bytes < need) {
+      why = "the workspace holds " + std::to_string(b.workspace_bytes) + " bytes; this shape needs " +
+            std::to_string(need) + " (backward_workspace_bytes)";
     }
   }
   return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
 }
 
+int64_t backward_workspace_bytes(const KernelInfo& kernel, const AttnParams& p) {
+  if (kernel.op != Op::backward || check_shape(p) != "") return 0;
+  return kernel.backward_workspace(p);
+}
+
+const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why) {
+  // The workspace is the caller's to size for the kernel chosen: judge every other rule.
+  BwdParams sized = b;
+  sized.workspace_bytes = INT64_MAX;
+  std::string reasons;
+  const auto& kernels = backward_kernels();
+  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
+    const std::string no = why_unsupported_backward(**it, sized);
+    if (no.empty()) return *it;
+    reasons += "\n  " + no;
+  }
+  if (why != nullptr) *why = "no backward kernel of this build supports this call:" + reasons;
+  return nullptr;
+}
+
 const KernelInfo* best_kernel(const AttnParams& p, std::string* why) {
   std::string reasons;
-  const auto& kernels = all_kernels();
+  const auto& kernels = forward_kernels();
   for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
     const std::string no = why_unsupported(**it, p);
     if (no.empty()) return *it;
@@ -70,6 +142,13 @@ void run_kernel(const KernelInfo& kernel, const AttnParams& p, cudaStream_t stre
   const std::string why = why_unsupported(kernel, p);
   if (!why.empty()) throw UnsupportedError(why);
   kernel.launch(p, stream);
+  FL_CHECK_LAUNCH();
+}
+
+void run_backward(const KernelInfo& kernel, const BwdParams& b, cudaStream_t stream) {
+  const std::string why = why_unsupported_backward(kernel, b);
+  if (!why.empty()) throw UnsupportedError(why);
+  kernel.launch_backward(b, stream);
   FL_CHECK_LAUNCH();
 }
 

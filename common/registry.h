@@ -17,6 +17,9 @@ struct UnsupportedError : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// What a rung computes: the forward (O and LSE from Q, K, V) or the backward (dQ, dK, dV).
+enum class Op { forward, backward };
+
 struct TileShape {
   int br = 1;  // query rows per thread block (Br)
   int bc = 1;  // keys per KV tile (Bc)
@@ -45,18 +48,40 @@ struct KernelInfo {
   // e4m3 Q, K, V with descale factors (rung 28, which takes nothing else). why_unsupported
   // refuses the other kind by this field.
   bool fp8_inputs = false;
+  // The backward rungs (29+) set op = Op::backward and the three fields after it, and leave
+  // tile, supports and launch (the forward's) null.
+  Op op = Op::forward;
+  // "" when the kernel supports these parameters (beyond check_backward), else the broken rule.
+  std::string (*supports_backward)(const BwdParams&) = nullptr;
+  // Enqueues the backward on `stream`; called only after every check passed, the workspace
+  // included.
+  void (*launch_backward)(const BwdParams&, cudaStream_t) = nullptr;
+  // Bytes of workspace the backward needs for this problem (sizes, causal, dtype: the pointers
+  // of p are not read).
+  int64_t (*backward_workspace)(const AttnParams&) = nullptr;
 
   std::string name() const;  // "01_naive"
 };
 
-// Every kernel the build compiled, sorted by number.
+// Every kernel the build compiled, both ops, sorted by number.
 const std::vector<const KernelInfo*>& all_kernels();
+// The same, forward rungs only / backward rungs only.
+const std::vector<const KernelInfo*>& forward_kernels();
+const std::vector<const KernelInfo*>& backward_kernels();
 
 // The kernel with this number or name ("8", "08", "08_double_buffer"); nullptr when absent.
 const KernelInfo* find_kernel(const std::string& key);
 
 // "" when `kernel` can run `p` on the current device, else why not (names the kernel and rule).
+// A backward rung is refused here ("is a backward rung").
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
+
+// The same for the backward: check_backward, the kernel's op, its supports_backward, the device,
+// and the workspace size (at least backward_workspace_bytes). A forward rung is refused.
+std::string why_unsupported_backward(const KernelInfo& kernel, const BwdParams& b);
+
+// The workspace `kernel` needs for the backward of p (0 for a forward rung).
+int64_t backward_workspace_bytes(const KernelInfo& kernel, const AttnParams& p);
 
 // The kernel "best" stands for: of the kernels that can run `p` on the current device, the one
 // with the highest number. The ladder's order is its order of speed on the sweep (README), so
@@ -65,8 +90,15 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
 // holds every kernel's reason, one an indented line, highest number first.
 const KernelInfo* best_kernel(const AttnParams& p, std::string* why = nullptr);
 
+// The same among the backward rungs (the workspace size is not part of the choice: ask
+// backward_workspace_bytes of the kernel this returns).
+const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why = nullptr);
+
 // Checks the arguments (throws UnsupportedError naming the kernel and the rule), then launches
 // and checks the launch (throws CudaError).
 void run_kernel(const KernelInfo& kernel, const AttnParams& p, cudaStream_t stream = nullptr);
+
+// The backward: why_unsupported_backward (throws UnsupportedError), then launch_backward.
+void run_backward(const KernelInfo& kernel, const BwdParams& b, cudaStream_t stream = nullptr);
 
 }  // namespace fl

@@ -421,7 +421,7 @@ TEST_P(BadInputTest, TheOtherInputTypeIsRefused) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ladder, BadInputTest, ::testing::ValuesIn(fl::all_kernels()),
+INSTANTIATE_TEST_SUITE_P(Ladder, BadInputTest, ::testing::ValuesIn(fl::forward_kernels()),
                          [](const ::testing::TestParamInfo<const fl::KernelInfo*>& info) {
                            return "k" + info.param->name();
                          });

@@ -105,7 +105,7 @@ TEST_P(FuzzTest, MatchesTheReferenceOnRandomShapes) {
   EXPECT_EQ(checked, end - first) << k.name() << " did not get its full count of cases";
 }
 
-INSTANTIATE_TEST_SUITE_P(Ladder, FuzzTest, ::testing::ValuesIn(fl::all_kernels()),
+INSTANTIATE_TEST_SUITE_P(Ladder, FuzzTest, ::testing::ValuesIn(fl::forward_kernels()),
                          [](const ::testing::TestParamInfo<const fl::KernelInfo*>& info) {
                            return "k" + info.param->name();
                          });

@@ -126,7 +126,7 @@ TEST(Registry, InputTypeIsRefusedByFp8Inputs) {
 }
 
 TEST(Registry, EveryKernelRefusesTheOtherInputType) {
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     fl::ProblemSpec s;
     s.batch = 1;
     s.heads_q = s.heads_kv = 2;
@@ -138,7 +138,7 @@ TEST(Registry, EveryKernelRefusesTheOtherInputType) {
 }
 
 TEST(Registry, RefusalNamesKernelAndRule) {
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     fl::AttnParams p = shape(1024, 128);
     p.q = nullptr;
     try {
@@ -154,7 +154,7 @@ TEST(Registry, RefusalNamesKernelAndRule) {
 
 TEST(Registry, UnsupportedHeadDimIsRefused) {
   // d = 72 is supported by no rung except the cuBLAS baseline (any multiple of 8).
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     if (k->number == 0) continue;
     // e4m3 rows of 72 bytes would break the 16-byte stride rule first: d = 80 there.
     const fl::AttnParams p = shape_for(*k, 1024, k->fp8_inputs ? 80 : 72);
@@ -167,7 +167,7 @@ TEST(Registry, UnsupportedHeadDimIsRefused) {
 
 TEST(Registry, TiledKernelsRefuseRaggedLengths) {
   // Rungs 02-15 may demand N a multiple of their block sizes; those that do must say so.
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     const fl::AttnParams p = shape_for(*k, 1023, 128);
     const std::string why = fl::why_unsupported(*k, p);
     if (why.empty()) continue;  // the kernel claims any length: the GPU tests check that claim
@@ -207,7 +207,7 @@ TEST(Registry, BestIsTheHighestKernelThatTakesTheCall) {
                                    shape(113, 64), shape(1024, 256, /*causal=*/true)};
   for (const fl::AttnParams& p : shapes) {
     const fl::KernelInfo* expected = nullptr;
-    for (const fl::KernelInfo* k : fl::all_kernels()) {
+    for (const fl::KernelInfo* k : fl::forward_kernels()) {
       if (fl::why_unsupported(*k, p).empty()) expected = k;  // sorted: the last one wins
     }
     std::string why;
@@ -240,7 +240,7 @@ TEST(Registry, BestForE4m3InputsIsAKernelThatTakesThem) {
   s.seqlen_q = s.seqlen_k = 256;
   const fl::AttnParams p = fl::placeholder_params(s);
   const fl::KernelInfo* expected = nullptr;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     if (fl::why_unsupported(*k, p).empty()) {
       EXPECT_TRUE(k->fp8_inputs) << k->name() << " took an e4m3 call";
       expected = k;
@@ -261,7 +261,7 @@ TEST(Registry, BestRefusesWithEveryKernelsReason) {
   std::string why;
   EXPECT_EQ(fl::best_kernel(p, &why), nullptr);
   EXPECT_EQ(why.rfind("no kernel of this build supports this call:", 0), 0u) << why;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     EXPECT_NE(why.find("kernel " + k->name() + ": H_q (3) must be a multiple of H_kv (2)"),
               std::string::npos)
         << why;
@@ -276,7 +276,7 @@ namespace {
 // a length of 2^31 (a multiple of every tile) must be refused by that rule, not wrap around.
 TEST(Registry, TmaRungsRefuseLengthsPastTheir32BitCoordinates) {
   int checked = 0;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
     if (k->number < 18) continue;
     fl::ProblemSpec s;
     s.dtype = k->fp8_inputs ? fl::DType::e4m3 : fl::DType::f16;

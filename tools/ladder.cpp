@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, opt)) return 1;
 
   if (opt.list) {
-    for (const KernelInfo* k : fl::all_kernels()) {
+    for (const KernelInfo* k : fl::forward_kernels()) {
       std::printf("%-22s %s\n", k->name().c_str(), k->title);
     }
     return 0;
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
 
   std::vector<const KernelInfo*> kernels;
   if (opt.kernels.empty()) {
-    kernels = fl::all_kernels();
+    kernels = fl::forward_kernels();
   } else {
     for (const std::string& key : opt.kernels) {
       if (key == "best") {  // resolved below, once the problem's tensors exist
