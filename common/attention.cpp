@@ -230,6 +230,48 @@ std::string check_common(const AttnParams& p) {
   return check_descales(p);
 }
 
+std::string check_backward(const BwdParams& b) {
+  const AttnParams& p = b.fwd;
+  const std::string common = check_common(p);
+  if (!common.empty()) return common;
+  if (p.dtype == DType::e4m3) return "the backward takes fp16 and bf16 inputs (got e4m3)";
+  if (p.lse == nullptr) {
+    return "LSE is required: the backward recomputes P from the forward's log-sum-exp";
+  }
+  const int64_t e = element_size(p.dtype);
+  const struct {
+    const char* name;
+    const void* ptr;
+    const Strides* s;
+    int64_t heads, rows;
+  } tensors[] = {{"dO", b.dout, &b.do_stride, p.heads_q, p.seqlen_q},
+                 {"dQ", b.dq, &b.dq_stride, p.heads_q, p.seqlen_q},
+                 {"dK", b.dk, &b.dk_stride, p.heads_kv, p.seqlen_k},
+                 {"dV", b.dv, &b.dv_stride, p.heads_kv, p.seqlen_k}};
+  for (const auto& t : tensors) {
+    const std::string bad =
+        check_tensor(t.name, t.ptr, *t.s, p.batch, t.heads, t.rows, p.head_dim, e);
+    if (!bad.empty()) return bad;
+  }
+  if (b.workspace_bytes < 0) return "workspace_bytes must be >= 0";
+  if (b.workspace_bytes > 0 && b.workspace == nullptr) {
+    return "workspace is a null pointer but workspace_bytes is " +
+           std::to_string(b.workspace_bytes);
+  }
+  if (b.workspace != nullptr && reinterpret_cast<uintptr_t>(b.workspace) % 256 != 0) {
+    return "workspace must be 256-byte aligned";
+  }
+  return "";
+}
+
+BwdParams make_bwd_params(const AttnParams& fwd) {
+  BwdParams b;
+  b.fwd = fwd;
+  b.do_stride = b.dq_stride = fwd.q_stride;
+  b.dk_stride = b.dv_stride = fwd.k_stride;
+  return b;
+}
+
 double attention_flops(const AttnParams& p) {
   const double f = 4.0 * static_cast<double>(p.batch) * static_cast<double>(p.heads_q) *
                    static_cast<double>(p.seqlen_q) * static_cast<double>(p.seqlen_k) *
