@@ -1,5 +1,6 @@
 // The C API (tools/fl_api.h) over the kernel registry: translates fl_attention_params into
-// fl::AttnParams, calls fl::run_kernel, and turns every exception into a return code and a message.
+// fl::AttnParams (fl_backward_params into fl::BwdParams), calls fl::run_kernel (fl::run_backward),
+// and turns every exception into a return code and a message.
 #include "fl_api.h"
 
 #include <cuda_runtime.h>
@@ -59,6 +60,43 @@ std::string to_params(const fl_attention_params* c, fl::AttnParams* p) {
   p->v_stride = {c->v_stride_batch, c->v_stride_head, c->v_stride_row, c->v_stride_dim};
   p->o_stride = {c->o_stride_batch, c->o_stride_head, c->o_stride_row, c->o_stride_dim};
   return "";
+}
+
+// fl_backward_params -> fl::BwdParams; "" on success, else what is wrong with the struct.
+std::string to_bwd_params(const fl_backward_params* c, fl::BwdParams* b) {
+  if (c == nullptr) return "params is a null pointer";
+  const std::string bad = to_params(&c->fwd, &b->fwd);
+  if (!bad.empty()) return bad;
+  b->dout = c->dout;
+  b->dq = c->dq;
+  b->dk = c->dk;
+  b->dv = c->dv;
+  b->do_stride = {c->do_stride_batch, c->do_stride_head, c->do_stride_row, c->do_stride_dim};
+  b->dq_stride = {c->dq_stride_batch, c->dq_stride_head, c->dq_stride_row, c->dq_stride_dim};
+  b->dk_stride = {c->dk_stride_batch, c->dk_stride_head, c->dk_stride_row, c->dk_stride_dim};
+  b->dv_stride = {c->dv_stride_batch, c->dv_stride_head, c->dv_stride_row, c->dv_stride_dim};
+  b->workspace = c->workspace;
+  b->workspace_bytes = c->workspace_bytes;
+  return "";
+}
+
+// A backward call of p's sizes with contiguous tensors, for the questions about sizes alone
+// (fl_backward_workspace_size): every device pointer a stand-in that the checks see as present
+// and aligned. Nothing is launched with it, and no check reads device memory.
+fl::BwdParams stand_in_backward(const fl::AttnParams& sizes) {
+  alignas(256) static unsigned char stand_in[256];
+  fl::AttnParams p = sizes;
+  const fl::Strides q = fl::make_strides(fl::Layout::BHND, p.heads_q, p.seqlen_q, p.head_dim);
+  const fl::Strides kv = fl::make_strides(fl::Layout::BHND, p.heads_kv, p.seqlen_k, p.head_dim);
+  p.q_stride = p.o_stride = q;
+  p.k_stride = p.v_stride = kv;
+  p.q = p.k = p.v = stand_in;
+  p.o = stand_in;
+  p.lse = reinterpret_cast<float*>(stand_in);
+  fl::BwdParams b = fl::make_bwd_params(p);
+  b.dout = stand_in;
+  b.dq = b.dk = b.dv = stand_in;
+  return b;
 }
 
 const fl::KernelInfo* kernel_at(int index) {
@@ -122,6 +160,12 @@ FL_API const char* fl_kernel_title(int index) {
   return k != nullptr ? k->title : nullptr;
 }
 
+FL_API int fl_kernel_op(int index) {
+  const fl::KernelInfo* k = kernel_at(index);
+  if (k == nullptr) return -1;
+  return k->op == fl::Op::backward ? FL_OP_BACKWARD : FL_OP_FORWARD;
+}
+
 FL_API int fl_best_kernel(const fl_attention_params* c, char* why, size_t why_len) {
   write_message(why, why_len, "");
   try {
@@ -183,6 +227,154 @@ FL_API int fl_run(int number, const fl_attention_params* c, void* stream, char* 
       return FL_UNSUPPORTED;
     }
     fl::run_kernel(*kernel, p, static_cast<cudaStream_t>(stream));
+    return FL_OK;
+  } catch (const fl::UnsupportedError& e) {
+    write_message(err, err_len, e.what());
+    return FL_UNSUPPORTED;
+  } catch (const fl::CudaError& e) {
+    write_message(err, err_len, e.what());
+    return FL_CUDA_ERROR;
+  } catch (const std::exception& e) {
+    write_message(err, err_len, e.what());
+  } catch (...) {
+    write_message(err, err_len, "unknown exception");
+  }
+  return FL_INTERNAL_ERROR;
+}
+
+// ------------------------------------------------------------------------------------------------
+// The backward
+// ------------------------------------------------------------------------------------------------
+
+FL_API size_t fl_backward_params_size(void) { return sizeof(fl_backward_params); }
+
+FL_API void fl_set_contiguous_backward_strides(fl_backward_params* b) {
+  if (b == nullptr) return;
+  fl_set_contiguous_strides(&b->fwd);
+  const fl_attention_params& f = b->fwd;
+  b->do_stride_batch = b->dq_stride_batch = f.q_stride_batch;
+  b->do_stride_head = b->dq_stride_head = f.q_stride_head;
+  b->do_stride_row = b->dq_stride_row = f.q_stride_row;
+  b->dk_stride_batch = b->dv_stride_batch = f.k_stride_batch;
+  b->dk_stride_head = b->dv_stride_head = f.k_stride_head;
+  b->dk_stride_row = b->dv_stride_row = f.k_stride_row;
+  b->do_stride_dim = b->dq_stride_dim = b->dk_stride_dim = b->dv_stride_dim = 1;
+}
+
+FL_API int fl_best_backward_kernel(const fl_backward_params* c, char* why, size_t why_len) {
+  write_message(why, why_len, "");
+  try {
+    fl::BwdParams b;
+    std::string reason = to_bwd_params(c, &b);
+    if (!reason.empty()) {
+      write_message(why, why_len, reason);
+      return -1;
+    }
+    const fl::KernelInfo* kernel = fl::best_backward_kernel(b, &reason);
+    if (kernel != nullptr) return kernel->number;
+    write_message(why, why_len, reason);
+  } catch (const std::exception& e) {
+    write_message(why, why_len, e.what());
+  } catch (...) {
+    write_message(why, why_len, "unknown exception");
+  }
+  return -1;
+}
+
+FL_API int64_t fl_backward_workspace_size(int number, const fl_attention_params* c, char* why,
+                                          size_t why_len) {
+  write_message(why, why_len, "");
+  try {
+    fl::AttnParams p;
+    std::string reason = to_params(c, &p);
+    const fl::KernelInfo* kernel = nullptr;
+    if (number == FL_KERNEL_BEST) {
+      // The rung the sizes alone lead to: the best backward rung for contiguous tensors.
+      if (reason.empty()) {
+        kernel = fl::best_backward_kernel(stand_in_backward(p), &reason);
+        if (kernel == nullptr && reason.empty()) reason = "no backward kernel takes this call";
+      }
+    } else {
+      kernel = kernel_numbered(number);
+      if (kernel == nullptr) {
+        reason = no_such_kernel(number);
+      } else if (!reason.empty()) {
+        reason = "kernel " + kernel->name() + ": " + reason;
+      } else if (kernel->op != fl::Op::backward) {
+        reason = "kernel " + kernel->name() +
+                 ": is a forward rung (it computes O): only a backward rung has a workspace";
+      } else {
+        // The rules of the call on its sizes (the device is not asked: the size is the shape's):
+        // a size for a call the rung would refuse is no answer.
+        const fl::BwdParams b = stand_in_backward(p);
+        std::string rule = fl::check_backward(b);
+        if (rule.empty()) rule = kernel->supports_backward(b);
+        if (!rule.empty()) reason = "kernel " + kernel->name() + ": " + rule;
+      }
+    }
+    if (!reason.empty()) {
+      write_message(why, why_len, reason);
+      return -1;
+    }
+    return fl::backward_workspace_bytes(*kernel, p);
+  } catch (const std::exception& e) {
+    write_message(why, why_len, e.what());
+  } catch (...) {
+    write_message(why, why_len, "unknown exception");
+  }
+  return -1;
+}
+
+FL_API int fl_supports_backward(int number, const fl_backward_params* c, char* why,
+                                size_t why_len) {
+  try {
+    if (number == FL_KERNEL_BEST) {
+      // The best rung for the call, then its whole rule, the workspace's size included.
+      number = fl_best_backward_kernel(c, why, why_len);
+      if (number < 0) return 0;
+    }
+    const fl::KernelInfo* kernel = kernel_numbered(number);
+    if (kernel == nullptr) {
+      write_message(why, why_len, no_such_kernel(number));
+      return 0;
+    }
+    fl::BwdParams b;
+    std::string reason = to_bwd_params(c, &b);
+    if (!reason.empty()) {
+      reason = "kernel " + kernel->name() + ": " + reason;
+    } else {
+      reason = fl::why_unsupported_backward(*kernel, b);
+    }
+    write_message(why, why_len, reason);
+    return reason.empty() ? 1 : 0;
+  } catch (const std::exception& e) {
+    write_message(why, why_len, e.what());
+  } catch (...) {
+    write_message(why, why_len, "unknown exception");
+  }
+  return 0;
+}
+
+FL_API int fl_run_backward(int number, const fl_backward_params* c, void* stream, char* err,
+                           size_t err_len) {
+  write_message(err, err_len, "");
+  try {
+    if (number == FL_KERNEL_BEST) {
+      number = fl_best_backward_kernel(c, err, err_len);
+      if (number < 0) return FL_UNSUPPORTED;
+    }
+    const fl::KernelInfo* kernel = kernel_numbered(number);
+    if (kernel == nullptr) {
+      write_message(err, err_len, no_such_kernel(number));
+      return FL_NO_SUCH_KERNEL;
+    }
+    fl::BwdParams b;
+    const std::string bad = to_bwd_params(c, &b);
+    if (!bad.empty()) {
+      write_message(err, err_len, "kernel " + kernel->name() + ": " + bad);
+      return FL_UNSUPPORTED;
+    }
+    fl::run_backward(*kernel, b, static_cast<cudaStream_t>(stream));
     return FL_OK;
   } catch (const fl::UnsupportedError& e) {
     write_message(err, err_len, e.what());

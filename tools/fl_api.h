@@ -44,6 +44,11 @@
  *   if lib.fl_run(3, ctypes.byref(p), stream, err, len(err)) != 0:
  *       raise RuntimeError(err.value.decode())
  *   torch.cuda.synchronize()
+ *
+ * The backward (dQ, dK, dV from dO, the forward's O and its LSE) has its own rungs, numbered after
+ * the forward's (29 on), and its own calls: fl_backward_params, fl_run_backward and the rest at
+ * the end of this header. fl_run refuses a backward rung, and fl_run_backward a forward one, with
+ * the rule. flash_ladder.attention is differentiable through them (python/README.md).
  */
 #ifndef FLASH_LADDER_FL_API_H_
 #define FLASH_LADDER_FL_API_H_
@@ -117,21 +122,27 @@ FL_API size_t fl_params_size(void);
 /* Fills the 16 strides for contiguous [B, H, N, d] tensors from the sizes in *p. */
 FL_API void fl_set_contiguous_strides(fl_attention_params* p);
 
-/* The kernels the build compiled, sorted by number; index runs over 0 .. fl_num_kernels() - 1. */
+/* The kernels the build compiled, both ops, sorted by number; index runs over
+ * 0 .. fl_num_kernels() - 1. */
 FL_API int fl_num_kernels(void);
 FL_API int fl_kernel_number(int index);        /* 3, or -1 when index is out of range */
 FL_API const char* fl_kernel_name(int index);  /* "03_mma", or NULL */
 FL_API const char* fl_kernel_title(int index); /* the idea the rung adds, or NULL */
+/* What a rung computes (fl_kernel_op): O and the LSE, through fl_run, or dQ, dK, dV, through
+ * fl_run_backward. */
+enum { FL_OP_FORWARD = 0, FL_OP_BACKWARD = 1 };
+FL_API int fl_kernel_op(int index); /* FL_OP_FORWARD, FL_OP_BACKWARD, or -1 out of range */
 
 /* The kernel number "best" stands for, in fl_supports and fl_run: the fastest kernel that can run
  * *p on the current device, which is the one with the highest number (the ladder's order is its
  * order of speed). On compute capability 9.0: rung 27 for every fp16/bf16 call (rungs 17-23 take
  * d = 128, lengths that are multiples of 128, non-causal; rungs 24-27 the whole contract), rung
- * 28 for e4m3 inputs; on other GPUs rung 16 for the whole contract. */
+ * 28 for e4m3 inputs; on other GPUs rung 16 for the whole contract. In the backward's calls
+ * (fl_run_backward, ...) it stands for the highest-numbered backward rung that takes the call. */
 #define FL_KERNEL_BEST (-1)
 
-/* The number of the kernel FL_KERNEL_BEST picks for *p on the current device, or -1 when no
- * kernel can run it (why then gets every kernel's reason, truncated to why_len). */
+/* The number of the forward kernel FL_KERNEL_BEST picks for *p on the current device, or -1 when
+ * no kernel can run it (why then gets every forward kernel's reason, truncated to why_len). */
 FL_API int fl_best_kernel(const fl_attention_params* p, char* why, size_t why_len);
 
 /* 1 when kernel `number` can run *p on the current device, 0 when not (why gets the reason,
@@ -145,6 +156,80 @@ FL_API int fl_supports(int number, const fl_attention_params* p, char* why, size
  * as with any CUDA launch. */
 FL_API int fl_run(int number, const fl_attention_params* p, void* stream, char* err,
                   size_t err_len);
+
+/* ---------------------------------------------------------------------------------------------
+ * The backward. With S = scale Q K^T, P = exp(S - LSE) (recomputed from the forward's LSE) and
+ * D = rowsum(dO * O), per head:
+ *   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - D),  dQ = scale dS K,  dK = scale dS^T Q.
+ * Grouped-query attention: dK and dV are per KV head, [B, heads_kv, Nk, d], each the sum over the
+ * heads_q / heads_kv query heads that share it (never an expanded tensor). Causal as the forward:
+ * a row that sees no key (LSE = -inf, O = 0) contributes nothing.
+ *
+ * The backward rungs take fp16 and bf16 inputs (not e4m3); each says which sizes it takes
+ * (fl_supports_backward gives the rule a call breaks). A backward call is enqueued on the stream
+ * like a forward one and never allocates: the scratch it needs (fp32 dQ accumulator, D, ...) is
+ * the caller's buffer, `workspace`. What the workspace holds is the kernel's business; its size is
+ * fl_backward_workspace_size's answer for the kernel and the sizes, its contents on entry do not
+ * matter, and the call owns it until the stream has reached the call's end (a buffer from a
+ * caching allocator, freed after the call on the same stream, is fine).
+ * --------------------------------------------------------------------------------------------- */
+
+/* The backward problem, field for field fl::BwdParams (common/attention.h). fwd is the forward's
+ * call: Q, K, V, sizes, causal, scale, and, both required here as inputs, o (the forward's O) and
+ * lse (its fp32 [B, heads_q, Nq] log-sum-exp, contiguous). dO and dQ are shaped like Q
+ * ([B, heads_q, Nq, d]), dK and dV like K and V ([B, heads_kv, Nk, d]), in the inputs' dtype, by
+ * the rules of Q, K, V (16-byte aligned, head-dimension stride 1, strides multiples of 8
+ * elements). Strides in elements, the head-dimension ones after the others as in
+ * fl_attention_params. workspace: device memory, 256-byte aligned, of workspace_bytes >= the size
+ * fl_backward_workspace_size reports (NULL with 0 when that is 0). */
+typedef struct fl_backward_params {
+  fl_attention_params fwd;  /* the forward's call, o and lse included */
+  const void* dout;         /* dO = dLoss/dO, device pointers as in fwd */
+  void* dq;                 /* written: dQ */
+  void* dk;                 /* written: dK, summed over each KV head's query heads */
+  void* dv;                 /* written: dV, likewise */
+  int64_t do_stride_batch, do_stride_head, do_stride_row;
+  int64_t dq_stride_batch, dq_stride_head, dq_stride_row;
+  int64_t dk_stride_batch, dk_stride_head, dk_stride_row;
+  int64_t dv_stride_batch, dv_stride_head, dv_stride_row;
+  int64_t do_stride_dim, dq_stride_dim, dk_stride_dim, dv_stride_dim; /* must be 1 */
+  void* workspace;          /* the kernel's scratch (see above) */
+  int64_t workspace_bytes;  /* its size in bytes */
+} fl_backward_params;
+
+/* sizeof(fl_backward_params), to check a foreign-language mirror of the struct. */
+FL_API size_t fl_backward_params_size(void);
+
+/* Fills the strides of fwd (fl_set_contiguous_strides) and the 16 of dO, dQ, dK, dV for
+ * contiguous [B, H, N, d] tensors, from the sizes in b->fwd. */
+FL_API void fl_set_contiguous_backward_strides(fl_backward_params* b);
+
+/* The bytes of workspace backward rung `number` needs for the backward of a call of these sizes
+ * (dtype, batch, heads, lengths, head_dim and causal of *p are read; its pointers and strides are
+ * not), or -1 with the reason in why (no such kernel, a forward rung, sizes that break a rule).
+ * FL_KERNEL_BEST answers for the rung fl_best_backward_kernel would pick for contiguous tensors of
+ * these sizes (-1 with every rung's reason when none takes them); a caller that has its tensors
+ * asks fl_best_backward_kernel first and passes that number here. 0 is a valid answer: that rung
+ * needs no workspace. */
+FL_API int64_t fl_backward_workspace_size(int number, const fl_attention_params* p, char* why,
+                                          size_t why_len);
+
+/* The number of the backward rung FL_KERNEL_BEST picks for *b on the current device (the highest
+ * numbered one that takes the call; the workspace is not judged: size it for the rung this
+ * returns), or -1 when none can (why gets every backward rung's reason). */
+FL_API int fl_best_backward_kernel(const fl_backward_params* b, char* why, size_t why_len);
+
+/* 1 when backward rung `number` can run *b on the current device, the workspace's size included,
+ * 0 when not (why gets the reason, naming the kernel and the rule; why may be NULL). */
+FL_API int fl_supports_backward(int number, const fl_backward_params* b, char* why,
+                                size_t why_len);
+
+/* Checks *b, then enqueues backward rung `number` (FL_KERNEL_BEST: fl_best_backward_kernel's) on
+ * `stream` (a cudaStream_t, NULL = the default stream). Return codes and err as fl_run's: a
+ * forward rung, sizes no backward rung takes, or a workspace smaller than
+ * fl_backward_workspace_size's answer give FL_UNSUPPORTED with the rule. Allocates nothing. */
+FL_API int fl_run_backward(int number, const fl_backward_params* b, void* stream, char* err,
+                           size_t err_len);
 
 #ifdef __cplusplus
 } /* extern "C" */
