@@ -4,7 +4,8 @@
     o = flash_ladder.attention(q, k, v, causal=True)      # q, k, v: [B, H, N, d] on the GPU
 
 attention() is a torch.library custom op (flash_ladder::attention) with a fake implementation, so
-torch.compile traces through it. It calls libflash_ladder.so (tools/fl_api.h) through ctypes: no
+torch.compile traces through it, and differentiable: its backward is the op
+flash_ladder::attention_backward, which runs a backward rung (29 and up). It calls libflash_ladder.so (tools/fl_api.h) through ctypes: no
 build against torch. The library is looked for in $FLASH_LADDER_LIB, next to the package, in the
 build/ folder of the checkout, in ./build, then by the dynamic loader (flash_ladder.find_library).
 
@@ -13,32 +14,40 @@ and flash_ladder.attention raises ImportError saying what it needs.
 
 Kernel numbers changed: rungs 22-24 of earlier versions are now 23, 27 and 28.
 """
-from ._capi import (ENV_VAR, LIB_NAME, CudaError, FlashLadderError, Kernel, Library,
-                    LibraryNotFoundError, NoSuchKernelError, Params, UnsupportedError,
+from ._capi import (ENV_VAR, LIB_NAME, BackwardParams, CudaError, FlashLadderError, Kernel,
+                    Library, LibraryNotFoundError, NoSuchKernelError, Params, UnsupportedError,
                     best_kernel, candidate_paths, find_library, load_library)
 
 __version__ = "0.1.0"
 
-__all__ = ["attention", "kernels", "load_library", "find_library", "candidate_paths",
-           "best_kernel", "Library", "Kernel", "Params", "FlashLadderError", "UnsupportedError",
-           "CudaError", "NoSuchKernelError", "LibraryNotFoundError", "ENV_VAR", "LIB_NAME",
-           "make_params"]
+__all__ = ["attention", "kernels", "backward_kernels", "load_library", "find_library", "candidate_paths",
+           "best_kernel", "Library", "Kernel", "Params", "BackwardParams", "FlashLadderError",
+           "UnsupportedError", "CudaError", "NoSuchKernelError", "LibraryNotFoundError", "ENV_VAR",
+           "LIB_NAME", "make_params", "make_backward_params"]
 
 
 def kernels():
-    """The kernels of the library found by load_library(): [Kernel(number, name, title)]."""
+    """The forward rungs of the library found by load_library(): [Kernel(number, name, title)]."""
     return list(load_library().kernels)
 
 
+def backward_kernels():
+    """The backward rungs of the library found by load_library(), likewise."""
+    return list(load_library().backward_kernels)
+
+
+_TORCH_NAMES = ("attention", "make_params", "make_backward_params")
+
+
 def __getattr__(name):
-    # attention and make_params need torch: import it and register the op (flash_ladder/_ops.py),
-    # then keep them as plain attributes of the package.
-    if name in ("attention", "make_params"):
+    # These need torch: import it and register the ops (flash_ladder/_ops.py), then keep them as
+    # plain attributes of the package.
+    if name in _TORCH_NAMES:
         try:
             from . import _ops
         except (ImportError, OSError) as e:
             raise ImportError(f"flash_ladder.{name} needs torch (>= 2.4): {e}") from e
-        globals().update(attention=_ops.attention, make_params=_ops.make_params)
+        globals().update({n: getattr(_ops, n) for n in _TORCH_NAMES})
         return globals()[name]
     raise AttributeError(f"module 'flash_ladder' has no attribute {name!r}")
 

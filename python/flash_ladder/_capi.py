@@ -1,6 +1,6 @@
-"""The C API of the ladder (tools/fl_api.h) through ctypes: the one mirror of fl_attention_params,
-the library lookup, and the calls. No torch here: everything in this module works (and is tested)
-on a machine without torch or a GPU.
+"""The C API of the ladder (tools/fl_api.h) through ctypes: the one mirror of fl_attention_params
+and of fl_backward_params, the library lookup, and the calls. No torch here: everything in this
+module works (and is tested) on a machine without torch or a GPU.
 """
 import ctypes
 import os
@@ -28,6 +28,11 @@ FL_INTERNAL_ERROR = 4
 # descale fields of Params), for the FP8 rung (28); the package does not pass them (yet).
 DTYPE_CODES = {"float16": 0, "bfloat16": 1}
 FL_E4M3 = 2
+
+# "best" as a kernel number (FL_KERNEL_BEST), and what a rung computes (fl_kernel_op).
+FL_KERNEL_BEST = -1
+FL_OP_FORWARD = 0
+FL_OP_BACKWARD = 1
 
 _MSG_LEN = 1024
 
@@ -95,6 +100,25 @@ class Params(ctypes.Structure):
                 + [("out_dtype", ctypes.c_int)]
                 + [(n, ctypes.POINTER(ctypes.c_float)) for n in DESCALE_FIELDS]
                 + [("descale_per_head", ctypes.c_int)])
+
+
+# fl_backward_params: the forward's call (a Params, whole), then dO, dQ, dK, dV, their strides
+# (elements; the x_stride_dim ones after the others, as in Params) and the workspace.
+GRAD_TENSORS = ("do", "dq", "dk", "dv")
+BWD_STRIDE_FIELDS = tuple(f"{t}_stride_{s}" for t in GRAD_TENSORS for s in ("batch", "head", "row"))
+BWD_DIM_STRIDE_FIELDS = tuple(f"{t}_stride_dim" for t in GRAD_TENSORS)
+
+
+class BackwardParams(ctypes.Structure):
+    """fl_backward_params (tools/fl_api.h), field for field, in the same order: fwd (the
+    forward's call; its o and lse, the forward's O and fp32 LSE, are inputs here), the device
+    pointers dout, dq, dk, dv, their strides, and the workspace (device memory of workspace_bytes,
+    at least Library.backward_workspace_size's answer, 256-byte aligned)."""
+    _fields_ = ([("fwd", Params)]
+                + [(n, ctypes.c_void_p) for n in ("dout", "dq", "dk", "dv")]
+                + [(n, ctypes.c_int64) for n in BWD_STRIDE_FIELDS]
+                + [(n, ctypes.c_int64) for n in BWD_DIM_STRIDE_FIELDS]
+                + [("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)])
 
 
 Kernel = namedtuple("Kernel", "number name title")
@@ -172,8 +196,9 @@ def not_found_message(tried, loader_error=None, environ=None):
 # The library
 # ------------------------------------------------------------------------------------------------
 class Library:
-    """libflash_ladder loaded through ctypes. `kernels`: the kernels the build compiled
-    [Kernel(number, name, title)], sorted by number."""
+    """libflash_ladder loaded through ctypes. `kernels`: the forward rungs the build compiled
+    [Kernel(number, name, title)], sorted by number (those run() and flash_ladder.attention take);
+    `backward_kernels`: the backward rungs, likewise (run_backward's, 29 and up)."""
 
     def __init__(self, path):
         self.path = path
@@ -208,10 +233,45 @@ class Library:
                 f"{path}: fl_attention_params is {size} bytes, the mirror in "
                 f"flash_ladder/_capi.py {ctypes.sizeof(Params)}: rebuild the library, or update "
                 f"Params to tools/fl_api.h")
-        self.kernels = sorted(
-            (Kernel(lib.fl_kernel_number(i), lib.fl_kernel_name(i).decode(),
-                    lib.fl_kernel_title(i).decode()) for i in range(lib.fl_num_kernels())),
-            key=lambda k: k.number)
+        try:
+            self._bind_backward(lib)
+        except AttributeError as e:  # a library built before the backward's calls
+            raise FlashLadderError(f"{path} has no backward calls ({e}): rebuild the library "
+                                   f"from this checkout") from None
+        size = lib.fl_backward_params_size()
+        if size != ctypes.sizeof(BackwardParams):
+            raise FlashLadderError(
+                f"{path}: fl_backward_params is {size} bytes, the mirror in "
+                f"flash_ladder/_capi.py {ctypes.sizeof(BackwardParams)}: rebuild the library, or "
+                f"update BackwardParams to tools/fl_api.h")
+        rungs = sorted(
+            ((Kernel(lib.fl_kernel_number(i), lib.fl_kernel_name(i).decode(),
+                     lib.fl_kernel_title(i).decode()), lib.fl_kernel_op(i))
+             for i in range(lib.fl_num_kernels())),
+            key=lambda x: x[0].number)
+        self.kernels = [k for k, op in rungs if op == FL_OP_FORWARD]
+        self.backward_kernels = [k for k, op in rungs if op == FL_OP_BACKWARD]
+
+    @staticmethod
+    def _bind_backward(lib):
+        lib.fl_kernel_op.restype = ctypes.c_int
+        lib.fl_kernel_op.argtypes = [ctypes.c_int]
+        lib.fl_backward_params_size.restype = ctypes.c_size_t
+        lib.fl_backward_params_size.argtypes = []
+        lib.fl_set_contiguous_backward_strides.restype = None
+        lib.fl_set_contiguous_backward_strides.argtypes = [ctypes.POINTER(BackwardParams)]
+        lib.fl_backward_workspace_size.restype = ctypes.c_int64
+        lib.fl_backward_workspace_size.argtypes = [ctypes.c_int, ctypes.POINTER(Params),
+                                                   ctypes.c_char_p, ctypes.c_size_t]
+        lib.fl_best_backward_kernel.restype = ctypes.c_int
+        lib.fl_best_backward_kernel.argtypes = [ctypes.POINTER(BackwardParams), ctypes.c_char_p,
+                                                ctypes.c_size_t]
+        lib.fl_supports_backward.restype = ctypes.c_int
+        lib.fl_supports_backward.argtypes = [ctypes.c_int, ctypes.POINTER(BackwardParams),
+                                             ctypes.c_char_p, ctypes.c_size_t]
+        lib.fl_run_backward.restype = ctypes.c_int
+        lib.fl_run_backward.argtypes = [ctypes.c_int, ctypes.POINTER(BackwardParams),
+                                        ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
 
     def __repr__(self):
         return f"<flash_ladder.Library {self.path}: {len(self.kernels)} kernels>"
@@ -242,6 +302,56 @@ class Library:
         message, when it fails."""
         err = ctypes.create_string_buffer(_MSG_LEN)
         rc = self._lib.fl_run(number, ctypes.byref(params), stream, err, len(err))
+        if rc != FL_OK:
+            raise error_for(rc, err.value.decode(errors="replace"), kernel=number)
+
+    # --------------------------------------------------------------------------------------------
+    # The backward
+    # --------------------------------------------------------------------------------------------
+    def set_contiguous_backward_strides(self, bparams):
+        """fl_set_contiguous_backward_strides: fwd's 16 strides and the 16 of dO, dQ, dK, dV, for
+        contiguous [B, H, N, d] tensors."""
+        self._lib.fl_set_contiguous_backward_strides(ctypes.byref(bparams))
+
+    def backward_workspace_size(self, number, params):
+        """fl_backward_workspace_size: the bytes of workspace backward rung `number` (or
+        FL_KERNEL_BEST) needs for the backward of a call of params' sizes (a Params: the
+        forward's; its pointers and strides are not read). Raises NoSuchKernelError or
+        UnsupportedError with the library's message when there is no answer (no such rung, a
+        forward rung, sizes the rung does not take)."""
+        why = ctypes.create_string_buffer(_MSG_LEN * 16)
+        size = self._lib.fl_backward_workspace_size(number, ctypes.byref(params), why, len(why))
+        if size < 0:
+            known = number == FL_KERNEL_BEST or any(
+                k.number == number for k in self.kernels + self.backward_kernels)
+            raise error_for(FL_UNSUPPORTED if known else FL_NO_SUCH_KERNEL,
+                            why.value.decode(errors="replace"), kernel=number)
+        return size
+
+    def best_backward(self, bparams):
+        """fl_best_backward_kernel: the number of the backward rung "best" stands for (the
+        highest-numbered one that takes the call here; the workspace is not judged, so this can
+        be asked before there is one); UnsupportedError with every backward rung's reason when
+        none can."""
+        why = ctypes.create_string_buffer(_MSG_LEN * 16)
+        number = self._lib.fl_best_backward_kernel(ctypes.byref(bparams), why, len(why))
+        if number < 0:
+            raise UnsupportedError(why.value.decode(errors="replace"), code=FL_UNSUPPORTED)
+        return number
+
+    def supports_backward(self, number, bparams):
+        """(True, "") when backward rung `number` can run bparams on the current device (the
+        workspace's size included), else (False, the library's reason)."""
+        why = ctypes.create_string_buffer(_MSG_LEN * 16)
+        ok = self._lib.fl_supports_backward(number, ctypes.byref(bparams), why, len(why))
+        return ok == 1, why.value.decode(errors="replace")
+
+    def run_backward(self, number, bparams, stream=None):
+        """fl_run_backward: enqueues backward rung `number` (or FL_KERNEL_BEST) on `stream`.
+        Allocates nothing: bparams.workspace must already hold backward_workspace_size's bytes.
+        Raises the FlashLadderError of the return code, with the library's message."""
+        err = ctypes.create_string_buffer(_MSG_LEN * 16)
+        rc = self._lib.fl_run_backward(number, ctypes.byref(bparams), stream, err, len(err))
         if rc != FL_OK:
             raise error_for(rc, err.value.decode(errors="replace"), kernel=number)
 

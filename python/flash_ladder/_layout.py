@@ -30,17 +30,18 @@ def _fail(msg, exc=ValueError):
     raise exc(f"flash_ladder.attention: {msg}")
 
 
-def kernel_arg(kernel):
-    """attention()'s kernel argument as the op's int: a rung number (>= 0) as it is, "best" -> -1.
-    Whether the build has that rung is the library's to say (with the list of those built)."""
+def kernel_arg(kernel, name="kernel"):
+    """attention()'s kernel argument (or backward_kernel, by `name`) as the op's int: a rung number
+    (>= 0) as it is, "best" -> -1. Whether the build has that rung is the library's to say (with
+    the list of those built)."""
     if isinstance(kernel, str):
         if kernel == "best":
             return BEST
-        _fail(f'kernel must be a rung number or "best", got {kernel!r}')
+        _fail(f'{name} must be a rung number or "best", got {kernel!r}')
     if isinstance(kernel, bool) or not isinstance(kernel, int):
-        _fail(f'kernel must be a rung number or "best", got {kernel!r}', TypeError)
+        _fail(f'{name} must be a rung number or "best", got {kernel!r}', TypeError)
     if kernel < 0:
-        _fail(f'kernel must be a rung number or "best" (rungs are numbered from 0), got {kernel}')
+        _fail(f'{name} must be a rung number or "best" (rungs are numbered from 0), got {kernel}')
     return kernel
 
 
@@ -167,4 +168,64 @@ def params_fields(problem):
             fields[next(it)] = value
         fields[f"{name}_stride_dim"] = d
     assert set(DIM_STRIDE_FIELDS) <= set(fields)
+    return fields
+
+
+# ------------------------------------------------------------------------------------------------
+# The backward
+# ------------------------------------------------------------------------------------------------
+def _fail_backward(msg, exc=ValueError):
+    raise exc(f"flash_ladder.attention backward: {msg}")
+
+
+def readable_by_the_kernels(shape, stride, layout, ptr, elem_bytes=2):
+    """True when a tensor in `layout` meets the library's rule on every tensor it reads
+    (check_tensor, common/attention.cpp): head-dimension stride 1, strides >= 0, rows at least d
+    apart, batch, head and row strides multiples of 16 bytes, the pointer 16-byte aligned."""
+    b, h, r, dim = layout_strides(shape, stride, layout)
+    _, _, n, d = layout_sizes(shape, layout)
+    per16 = 16 // elem_bytes
+    return (dim == 1 and min(b, h, r) >= 0 and (n <= 1 or r >= d)
+            and all(x % per16 == 0 for x in (b, h, r)) and ptr % 16 == 0)
+
+
+def check_backward_call(q, k, v, o, lse, dout, *, causal=False, scale=None, layout="bhnd",
+                        allow_meta=False):
+    """Checks the backward's arguments (TensorSpecs: q, k, v as the forward took them, o and lse
+    as it returned them, dout = dLoss/dO) and returns the Problem, its strides with those of O
+    ('o', as o has them), dO ('do'), and of the gradients the op returns ('dq', 'dk', 'dv':
+    contiguous tensors of q's, k's and v's shapes in `layout`). Raises ValueError / TypeError
+    naming the argument and the rule."""
+    problem = check_call(q, k, v, causal=causal, scale=scale, layout=layout,
+                         allow_meta=allow_meta)
+    for name, t in (("o", o), ("dout", dout)):
+        if tuple(t.shape) != tuple(q.shape) or t.dtype != q.dtype:
+            _fail_backward(f"{name} must have q's shape and dtype {tuple(q.shape)} {q.dtype} "
+                           f"(the forward's O and dLoss/dO), got {tuple(t.shape)} {t.dtype}")
+    if (tuple(lse.shape) != problem.lse_shape or lse.dtype != "float32"
+            or normalized_strides(lse.shape, lse.stride) != contiguous_strides(lse.shape)):
+        _fail_backward(f"lse must be the forward's LSE, a contiguous float32 tensor of shape "
+                       f"{problem.lse_shape}, got {tuple(lse.shape)} {lse.dtype} strides "
+                       f"{tuple(lse.stride)}")
+    for name, t in (("o", o), ("dout", dout), ("lse", lse)):
+        if t.device != q.device:
+            _fail_backward(f"{name} must be on q's device ({q.device}), got {t.device}")
+    dims = check_layout(layout)
+    strides = dict(problem.strides)
+    strides["o"] = layout_strides(o.shape, o.stride, layout)
+    strides["do"] = layout_strides(dout.shape, dout.stride, layout)
+    for name, shape in (("dq", q.shape), ("dk", k.shape), ("dv", v.shape)):
+        dense = contiguous_strides(tuple(shape))
+        strides[name] = tuple(dense[i] for i in dims)
+    return problem._replace(strides=strides)
+
+
+def backward_fields(problem):
+    """The fields of fl_backward_params (_capi.BackwardParams) past `fwd`, for a Problem from
+    check_backward_call: the strides of dO, dQ, dK, dV (pointers and the workspace left out)."""
+    fields = {}
+    for name in ("do", "dq", "dk", "dv"):
+        b, h, r, d = problem.strides[name]
+        fields.update({f"{name}_stride_batch": b, f"{name}_stride_head": h,
+                       f"{name}_stride_row": r, f"{name}_stride_dim": d})
     return fields

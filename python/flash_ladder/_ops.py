@@ -1,6 +1,8 @@
-"""The torch side: the custom op flash_ladder::attention (torch.library, with a fake implementation
-so that torch.compile traces through it) and the public attention(). The package imports this
-module where torch is installed; the rest of the package works without torch.
+"""The torch side: the custom ops flash_ladder::attention and flash_ladder::attention_backward
+(torch.library, each with a fake implementation so that torch.compile traces through them), the
+autograd formula that joins them (torch.library.register_autograd), and the public attention().
+The package imports this module where torch is installed; the rest of the package works without
+torch.
 """
 from typing import Optional, Tuple
 
@@ -41,6 +43,32 @@ def make_params(q, k, v, o, *, causal=False, scale=None, lse=None, layout="bhnd"
                         lse=None if lse is None else lse.data_ptr())
 
 
+def make_backward_params(q, k, v, o, lse, dout, dq, dk, dv, *, causal=False, scale=None,
+                         layout="bhnd", workspace=None):
+    """_capi.BackwardParams for torch tensors: q, k, v as the forward took them, o and lse as it
+    returned them, dout = dLoss/dO, and the gradients dq, dk, dv to write (q's, k's and v's shapes
+    in `layout`; any strides the library takes), strides as they are. workspace: a uint8 device
+    tensor of at least Library.backward_workspace_size's bytes, or None (then none is passed)."""
+    problem = _layout.check_backward_call(spec(q), spec(k), spec(v), spec(o), spec(lse),
+                                          spec(dout), causal=causal, scale=scale, layout=layout)
+    for name, g, like in (("dq", dq, q), ("dk", dk, k), ("dv", dv, v)):
+        if tuple(g.shape) != tuple(like.shape) or g.dtype != like.dtype:
+            raise ValueError(f"flash_ladder: {name} must have the shape and dtype of "
+                             f"{name[1]}, {tuple(like.shape)} {like.dtype}, got "
+                             f"{tuple(g.shape)} {g.dtype}")
+    strides = dict(problem.strides)
+    for name, g in (("dq", dq), ("dk", dk), ("dv", dv)):
+        strides[name] = _layout.layout_strides(tuple(g.shape), tuple(g.stride()), layout)
+    problem = problem._replace(strides=strides)
+    fwd = _capi.Params(**_layout.params_fields(problem), q=q.data_ptr(), k=k.data_ptr(),
+                       v=v.data_ptr(), o=o.data_ptr(), lse=lse.data_ptr())
+    return _capi.BackwardParams(
+        fwd=fwd, **_layout.backward_fields(problem), dout=dout.data_ptr(), dq=dq.data_ptr(),
+        dk=dk.data_ptr(), dv=dv.data_ptr(),
+        workspace=None if workspace is None else workspace.data_ptr(),
+        workspace_bytes=0 if workspace is None else workspace.numel() * workspace.element_size())
+
+
 def _empty_lse(q):
     return q.new_empty((0,), dtype=torch.float32)
 
@@ -48,9 +76,11 @@ def _empty_lse(q):
 @torch.library.custom_op("flash_ladder::attention", mutates_args=())
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                   scale: Optional[float], kernel: int, return_lse: bool,
-                  layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+                  layout: str, backward_kernel: int = -1) -> Tuple[torch.Tensor, torch.Tensor]:
     """O (q's shape and layout, contiguous) and the LSE (float32 [B, H_q, Nq]; an empty tensor
-    when return_lse is False). kernel: a rung number, or -1 for "best"."""
+    when return_lse is False). kernel: a rung number, or -1 for "best". backward_kernel: the
+    backward rung the gradients use (-1: "best"); the backward needs the LSE, so a call whose
+    gradients are wanted must ask for it (attention() does)."""
     problem = _layout.check_call(spec(q), spec(k), spec(v), causal=causal, scale=scale,
                                  layout=layout)
     lib = _capi.load_library()
@@ -67,7 +97,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
 
 
 @_attention_op.register_fake
-def _attention_fake(q, k, v, causal, scale, kernel, return_lse, layout):
+def _attention_fake(q, k, v, causal, scale, kernel, return_lse, layout, backward_kernel=-1):
     problem = _layout.check_call(spec(q), spec(k), spec(v), causal=causal, scale=scale,
                                  layout=layout, allow_meta=True)
     o = q.new_empty(problem.out_shape)
@@ -75,9 +105,91 @@ def _attention_fake(q, k, v, causal, scale, kernel, return_lse, layout):
     return o, lse
 
 
+@torch.library.custom_op("flash_ladder::attention_backward", mutates_args=())
+def _attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                           lse: torch.Tensor, dout: torch.Tensor, causal: bool,
+                           scale: Optional[float], kernel: int,
+                           layout: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(dQ, dK, dV) for dout = dLoss/dO of the forward call (q, k, v, causal, scale, layout) that
+    returned o and lse: new contiguous tensors of q's, k's and v's shapes in `layout` (GQA: dK and
+    dV per KV head, the query heads of each group summed by the kernel). kernel: a backward rung
+    number, or -1 for "best" (the highest-numbered backward rung that takes the call here)."""
+    problem = _layout.check_backward_call(spec(q), spec(k), spec(v), spec(o), spec(lse),
+                                          spec(dout), causal=causal, scale=scale, layout=layout)
+    # dO is the one input autograd hands over as it likes: o.sum() gives an expanded tensor (every
+    # stride 0), a slice of O a gradient with gaps. The kernels read a row of dO as 16-byte
+    # vectors (check_tensor's rule: head-dimension stride 1, strides multiples of 8 elements, the
+    # pointer 16-byte aligned), so a dO that breaks it is copied once here; any other is passed
+    # with its strides.
+    if not _layout.readable_by_the_kernels(tuple(dout.shape), tuple(dout.stride()), layout,
+                                           dout.data_ptr()):
+        dout = dout.contiguous()
+        problem = problem._replace(strides=dict(
+            problem.strides, do=_layout.layout_strides(tuple(dout.shape), tuple(dout.stride()),
+                                                       layout)))
+    lib = _capi.load_library()
+    with torch.cuda.device(q.device):
+        dq = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        dk = torch.empty(k.shape, dtype=k.dtype, device=k.device)
+        dv = torch.empty(v.shape, dtype=v.dtype, device=v.device)
+        params = _capi.BackwardParams(
+            fwd=_capi.Params(**_layout.params_fields(problem), q=q.data_ptr(), k=k.data_ptr(),
+                             v=v.data_ptr(), o=o.data_ptr(), lse=lse.data_ptr()),
+            **_layout.backward_fields(problem), dout=dout.data_ptr(), dq=dq.data_ptr(),
+            dk=dk.data_ptr(), dv=dv.data_ptr(), workspace=None, workspace_bytes=0)
+        number = lib.best_backward(params) if kernel == _layout.BEST else kernel
+        # The kernel's scratch, from torch's caching allocator on this device (the library never
+        # allocates): freed when this returns, which is safe, as the allocator hands the block to
+        # later work on the same stream only, after this call in stream order.
+        size = lib.backward_workspace_size(number, params.fwd)
+        if size > 0:
+            workspace = torch.empty(size, dtype=torch.uint8, device=q.device)
+            params.workspace, params.workspace_bytes = workspace.data_ptr(), size
+        lib.run_backward(number, params, torch.cuda.current_stream(q.device).cuda_stream)
+    return dq, dk, dv
+
+
+@_attention_backward_op.register_fake
+def _attention_backward_fake(q, k, v, o, lse, dout, causal, scale, kernel, layout):
+    _layout.check_backward_call(spec(q), spec(k), spec(v), spec(o), spec(lse), spec(dout),
+                                causal=causal, scale=scale, layout=layout, allow_meta=True)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+# ------------------------------------------------------------------------------------------------
+# Autograd: flash_ladder::attention's gradients are flash_ladder::attention_backward's
+# ------------------------------------------------------------------------------------------------
+def _setup_context(ctx, inputs, output):
+    q, k, v, causal, scale, _kernel, return_lse, layout, backward_kernel = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse)
+    ctx.causal, ctx.scale, ctx.layout = causal, scale, layout
+    ctx.backward_kernel, ctx.has_lse = backward_kernel, return_lse
+    # The LSE is an output for the caller to read, not to differentiate: no kernel takes dLSE.
+    ctx.mark_non_differentiable(lse)
+
+
+def _backward(ctx, grad_o, _grad_lse):
+    q, k, v, o, lse = ctx.saved_tensors
+    if not ctx.has_lse:
+        raise RuntimeError("flash_ladder.attention backward: the forward was called with "
+                           "return_lse=False, and the backward needs its LSE (the op's callers "
+                           "ask for it when a gradient is wanted: flash_ladder.attention does)")
+    dq, dk, dv = torch.ops.flash_ladder.attention_backward(q, k, v, o, lse, grad_o, ctx.causal,
+                                                           ctx.scale, ctx.backward_kernel,
+                                                           ctx.layout)
+    need = ctx.needs_input_grad
+    return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None,
+            None, None, None, None, None, None)
+
+
+torch.library.register_autograd("flash_ladder::attention", _backward,
+                                setup_context=_setup_context)
+
+
 def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=False,
-              layout="bhnd"):
-    """softmax(scale · q·kᵀ) · v with a kernel of the ladder (forward only).
+              layout="bhnd", backward_kernel="best"):
+    """softmax(scale · q·kᵀ) · v with a kernel of the ladder; differentiable in q, k and v.
 
     q: [B, H_q, Nq, d] and k, v: [B, H_kv, Nk, d] (layout="bhnd", as scaled_dot_product_attention
     takes them) or [B, N, H, d] (layout="bnhd", as flash_attn_func takes them): float16 or
@@ -91,6 +203,13 @@ def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=Fa
     float32 [B, H_q, Nq], as (O, LSE).
     The kernel is enqueued on the current CUDA stream.
 
+    Gradients: where q, k or v requires grad (and grad mode is on), the forward also writes the
+    LSE, and backward() runs a backward rung (backward_kernel: a rung number, 29 and up, or
+    "best") through flash_ladder::attention_backward: dQ, dK, dV of q's, k's and v's shapes (GQA:
+    dK and dV per KV head), for the inputs that need them. The LSE output is not differentiable.
+    A call no backward rung takes (e4m3, a shape outside every backward rung's contract) raises
+    flash_ladder.UnsupportedError in backward(), with each rung's rule.
+
     Argument errors raise ValueError / TypeError; the library's refusals and failures raise
     flash_ladder.UnsupportedError / CudaError / NoSuchKernelError (FlashLadderError, a
     RuntimeError) with the library's message.
@@ -101,7 +220,11 @@ def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=Fa
                             f"{type(t).__name__}")
     _layout.check_options(causal, scale, return_lse, layout)
     number = _layout.kernel_arg(kernel)
+    backward_number = _layout.kernel_arg(backward_kernel, "backward_kernel")
+    # The backward recomputes P from the LSE: the forward writes it whenever a gradient may be
+    # asked for (a few bytes a row), and the caller gets it only if it asked.
+    wants_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
     o, lse = torch.ops.flash_ladder.attention(q, k, v, causal,
                                               None if scale is None else float(scale), number,
-                                              return_lse, layout)
+                                              return_lse or wants_grad, layout, backward_number)
     return (o, lse) if return_lse else o
