@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "common/cuda_check.h"
@@ -125,6 +126,60 @@ __global__ void round_in_place(float* x, int64_t n, DType dtype) {
   }
 }
 
+// The backward's kernels, over a chunk of `count` (batch, query head) pairs whose score blocks
+// are row-major [Nq, Nk] one after another.
+
+// P = exp(S - LSE) in place (S already scaled): 0 where the causal mask hides the key, and in a
+// row whose LSE is -inf (it sees no key: no exp(-inf + inf) = NaN).
+__global__ void probs_from_lse(float* s, const float* lse, int64_t first_row, int64_t rows_q,
+                               int64_t cols, bool causal, int64_t causal_offset, int64_t total) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / cols, j = i % cols;
+    const float l = lse[first_row + r];
+    const bool visible = !causal || j <= r % rows_q + causal_offset;
+    s[i] = visible && l != -INFINITY ? expf(s[i] - l) : 0.f;
+  }
+}
+
+// out[r] = sum_c a[r, c] b[r, c] over contiguous rows of d: D = rowsum(dO * O).
+__global__ void row_dots(float* out, const float* a, const float* b, int64_t rows, int64_t d) {
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float sum = 0.f;
+    for (int64_t c = 0; c < d; ++c) sum += a[r * d + c] * b[r * d + c];
+    out[r] = sum;
+  }
+}
+
+// dS = P * (dP - D), written over dP. For the low-precision reference dS is rounded to the
+// inputs' dtype (the operand of dQ = dS K and dK = dS^T Q), and P too, once dS has used it
+// unrounded (the operand of dV = P^T dO).
+__global__ void grad_scores(float* p, float* dp, const float* dsum, int64_t cols, int64_t total,
+                            bool round, DType dtype) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float pv = p[i];
+    const float ds = pv * (dp[i] - dsum[i / cols]);
+    dp[i] = round ? round_to(dtype, ds) : ds;
+    if (round) p[i] = round_to(dtype, pv);
+  }
+}
+
+// dst[kv pair] += src[pair] for the chunk's pairs [first, first + count), kv pair = pair / group
+// (b H_q + h over G = b H_kv + h / G): dK and dV summed over each KV head's query heads. A thread
+// owns one element of a head and adds the chunk's pairs in order (no two threads write the same
+// element, and the sum's order is fixed).
+__global__ void add_to_kv_heads(float* dst, const float* src, int64_t first, int64_t count,
+                                int64_t group, int64_t per_pair) {
+  for (int64_t e = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; e < per_pair;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    for (int64_t c = 0; c < count; ++c) {
+      dst[(first + c) / group * per_pair + e] += src[c * per_pair + e];
+    }
+  }
+}
+
 }  // namespace
 
 void reference_attention(const AttnParams& p, RefPrecision precision, float* o_ref,
@@ -195,6 +250,150 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
     }
   }
   FL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void reference_backward(const BwdParams& bp, RefPrecision precision, float* dq, float* dk,
+                        float* dv, cublasHandle_t handle, cudaStream_t stream) {
+  const AttnParams& p = bp.fwd;
+  const std::string bad = check_shape(p);
+  if (!bad.empty()) throw std::invalid_argument("reference_backward: " + bad);
+  if (p.dtype == DType::e4m3) {
+    throw std::invalid_argument("reference_backward: the backward takes fp16 and bf16 inputs");
+  }
+  if (p.lse == nullptr || bp.dout == nullptr || p.o == nullptr) {
+    throw std::invalid_argument("reference_backward: needs the forward's O and LSE, and dO");
+  }
+  const int64_t pairs = p.batch * p.heads_q, group = p.heads_q / p.heads_kv;
+  const int64_t nq = p.seqlen_q, nk = p.seqlen_k, d = p.head_dim;
+  // Pairs per chunk: P and dP, two fp32 score blocks, under about 1 GiB together.
+  const int64_t per_pair = nq * nk * static_cast<int64_t>(sizeof(float));
+  const int64_t chunk =
+      std::max<int64_t>(1, std::min<int64_t>(pairs, (int64_t{1} << 29) / per_pair));
+  const size_t fq = sizeof(float) * chunk * nq * d, fk = sizeof(float) * chunk * nk * d;
+  DeviceBuffer q32(fq), o32(fq), do32(fq), k32(fk), v32(fk), dk_h(fk), dv_h(fk),
+      p32(chunk * per_pair), dp32(chunk * per_pair), dsum(sizeof(float) * chunk * nq);
+  FL_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  const bool lowp = precision != RefPrecision::kFp32;
+  const int64_t kv_el = p.batch * p.heads_kv * nk * d;
+  FL_CUDA_CHECK(cudaMemsetAsync(dk, 0, kv_el * sizeof(float), stream));
+  FL_CUDA_CHECK(cudaMemsetAsync(dv, 0, kv_el * sizeof(float), stream));
+  const int inq = static_cast<int>(nq), ink = static_cast<int>(nk), id = static_cast<int>(d);
+  for (int64_t first = 0; first < pairs; first += chunk) {
+    const int64_t count = std::min(chunk, pairs - first);
+    const int64_t nq_el = count * nq * d, nk_el = count * nk * d, s_el = count * nq * nk;
+    const int batches = static_cast<int>(count);
+    const struct {
+      float* dst;
+      const void* src;
+      const Strides* s;
+      int64_t group, rows, n;
+    } gathers[] = {{q32.as<float>(), p.q, &p.q_stride, 1, nq, nq_el},
+                   {o32.as<float>(), p.o, &p.o_stride, 1, nq, nq_el},
+                   {do32.as<float>(), bp.dout, &bp.do_stride, 1, nq, nq_el},
+                   {k32.as<float>(), p.k, &p.k_stride, group, nk, nk_el},
+                   {v32.as<float>(), p.v, &p.v_stride, group, nk, nk_el}};
+    for (const auto& g : gathers) {
+      gather_fp32<<<elementwise_grid(g.n), kElementwiseThreads, 0, stream>>>(
+          g.dst, g.src, p.dtype, *g.s, first, p.heads_q, g.group, g.rows, d, g.n, nullptr, false);
+      FL_CHECK_LAUNCH();
+    }
+    const float scale = p.softmax_scale, one = 1.f, zero = 0.f;
+    // S (row-major Nq x Nk) = scale Q K^T, i.e. column-major S^T (Nk x Nq) = K Q^T; then P.
+    FL_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        handle, CUBLAS_OP_T, CUBLAS_OP_N, ink, inq, id, &scale, k32.as<float>(), id, nk * d,
+        q32.as<float>(), id, nq * d, &zero, p32.as<float>(), ink, nq * nk, batches));
+    probs_from_lse<<<elementwise_grid(s_el), kElementwiseThreads, 0, stream>>>(
+        p32.as<float>(), p.lse, first * nq, nq, nk, p.causal, nk - nq, s_el);
+    FL_CHECK_LAUNCH();
+    // dP (row-major Nq x Nk) = dO V^T, the same product as S.
+    FL_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        handle, CUBLAS_OP_T, CUBLAS_OP_N, ink, inq, id, &one, v32.as<float>(), id, nk * d,
+        do32.as<float>(), id, nq * d, &zero, dp32.as<float>(), ink, nq * nk, batches));
+    row_dots<<<elementwise_grid(count * nq), kElementwiseThreads, 0, stream>>>(
+        dsum.as<float>(), do32.as<float>(), o32.as<float>(), count * nq, d);
+    FL_CHECK_LAUNCH();
+    grad_scores<<<elementwise_grid(s_el), kElementwiseThreads, 0, stream>>>(
+        p32.as<float>(), dp32.as<float>(), dsum.as<float>(), nk, s_el, lowp, p.dtype);
+    FL_CHECK_LAUNCH();
+    // dV (row-major Nk x d) = P^T dO, i.e. column-major dV^T (d x Nk) = dO^T P, with P the
+    // column-major Nk x Nq block read transposed. dK = scale dS^T Q the same way.
+    FL_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        handle, CUBLAS_OP_N, CUBLAS_OP_T, id, ink, inq, &one, do32.as<float>(), id, nq * d,
+        p32.as<float>(), ink, nq * nk, &zero, dv_h.as<float>(), id, nk * d, batches));
+    FL_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        handle, CUBLAS_OP_N, CUBLAS_OP_T, id, ink, inq, &scale, q32.as<float>(), id, nq * d,
+        dp32.as<float>(), ink, nq * nk, &zero, dk_h.as<float>(), id, nk * d, batches));
+    // dQ (row-major Nq x d) = scale dS K, i.e. column-major dQ^T (d x Nq) = K^T dS^T.
+    FL_CUBLAS_CHECK(cublasSgemmStridedBatched(
+        handle, CUBLAS_OP_N, CUBLAS_OP_N, id, inq, ink, &scale, k32.as<float>(), id, nk * d,
+        dp32.as<float>(), ink, nq * nk, &zero, dq + first * nq * d, id, nq * d, batches));
+    add_to_kv_heads<<<elementwise_grid(nk * d), kElementwiseThreads, 0, stream>>>(
+        dk, dk_h.as<float>(), first, count, group, nk * d);
+    FL_CHECK_LAUNCH();
+    add_to_kv_heads<<<elementwise_grid(nk * d), kElementwiseThreads, 0, stream>>>(
+        dv, dv_h.as<float>(), first, count, group, nk * d);
+    FL_CHECK_LAUNCH();
+  }
+  if (lowp) {
+    const int64_t q_el = pairs * nq * d;
+    round_in_place<<<elementwise_grid(q_el), kElementwiseThreads, 0, stream>>>(dq, q_el, p.dtype);
+    FL_CHECK_LAUNCH();
+    for (float* g : {dk, dv}) {
+      round_in_place<<<elementwise_grid(kv_el), kElementwiseThreads, 0, stream>>>(g, kv_el,
+                                                                                  p.dtype);
+      FL_CHECK_LAUNCH();
+    }
+  }
+  FL_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+void cpu_reference_backward(const BwdParams& bp, const std::vector<float>& q,
+                            const std::vector<float>& k, const std::vector<float>& v,
+                            const std::vector<float>& o, const std::vector<float>& dout,
+                            const std::vector<float>& lse, std::vector<double>& dq,
+                            std::vector<double>& dk, std::vector<double>& dv) {
+  const AttnParams& p = bp.fwd;
+  const int64_t nq = p.seqlen_q, nk = p.seqlen_k, d = p.head_dim;
+  const int64_t group = p.heads_q / p.heads_kv;
+  const double scale = p.softmax_scale;
+  dq.assign(p.batch * p.heads_q * nq * d, 0.0);
+  dk.assign(p.batch * p.heads_kv * nk * d, 0.0);
+  dv.assign(dk.size(), 0.0);
+  auto at = [](const std::vector<float>& x, const Strides& s, int64_t b, int64_t h, int64_t r,
+               int64_t c) {
+    return static_cast<double>(x[b * s.batch + h * s.head + r * s.row + c]);
+  };
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t hk = h / group;
+      for (int64_t i = 0; i < nq; ++i) {
+        const double l = lse[(b * p.heads_q + h) * nq + i];
+        if (l == -std::numeric_limits<double>::infinity()) continue;  // sees no key: P = 0
+        const int64_t visible =
+            p.causal ? std::min(nk, std::max<int64_t>(0, i + nk - nq + 1)) : nk;
+        double dsum = 0.0;  // D = rowsum(dO * O)
+        for (int64_t c = 0; c < d; ++c) {
+          dsum += at(dout, bp.do_stride, b, h, i, c) * at(o, p.o_stride, b, h, i, c);
+        }
+        double* dq_row = &dq[((b * p.heads_q + h) * nq + i) * d];
+        for (int64_t j = 0; j < visible; ++j) {
+          double s = 0.0, dp = 0.0;
+          for (int64_t c = 0; c < d; ++c) {
+            s += at(q, p.q_stride, b, h, i, c) * at(k, p.k_stride, b, hk, j, c);
+            dp += at(dout, bp.do_stride, b, h, i, c) * at(v, p.v_stride, b, hk, j, c);
+          }
+          const double pr = std::exp(scale * s - l);
+          const double ds = pr * (dp - dsum);
+          const int64_t kv_row = ((b * p.heads_kv + hk) * nk + j) * d;
+          for (int64_t c = 0; c < d; ++c) {
+            dv[kv_row + c] += pr * at(dout, bp.do_stride, b, h, i, c);
+            dk[kv_row + c] += scale * ds * at(q, p.q_stride, b, h, i, c);
+            dq_row[c] += scale * ds * at(k, p.k_stride, b, hk, j, c);
+          }
+        }
+      }
+    }
+  }
 }
 
 void cpu_reference(const AttnParams& p, const std::vector<float>& q, const std::vector<float>& k,

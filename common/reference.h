@@ -38,6 +38,33 @@ void reference_attention(const AttnParams& p, RefPrecision precision, float* o_r
 void cpu_reference(const AttnParams& p, const std::vector<float>& q, const std::vector<float>& k,
                    const std::vector<float>& v, std::vector<double>& o, std::vector<double>& lse);
 
+// The backward's reference: dQ, dK, dV for b (fp16 or bf16 inputs; b.fwd.lse and b.dout
+// required), fp32 on the GPU through cuBLAS, head by head in chunks as reference_attention (the
+// score-sized blocks, P and dP, stay under about 1 GiB together). Reads Q, K, V, O (b.fwd's
+// pointers and strides), dO (b.dout, b.do_stride) in the inputs' dtype and the LSE as given;
+// with S = scale Q K^T, P = exp(S - LSE) (0 where the causal mask hides the key, and in a row
+// whose LSE is -inf: a row that sees no key contributes nothing), D = rowsum(dO * O):
+//   dV = P^T dO, dP = dO V^T, dS = P * (dP - D), dQ = scale dS K, dK = scale dS^T Q,
+// dK and dV summed over the H_q / H_kv query heads of each KV head. Writes contiguous fp32
+// dq [B, H_q, Nq, d], dk and dv [B, H_kv, Nk, d]. Precisions:
+//   kFp32  everything fp32: the "truth" the gradients' pass rule measures errors against;
+//   kLowp  what a kernel rounds: P to the inputs' dtype before dV = P^T dO, dS before
+//          dQ = dS K and dK = dS^T Q (dS itself from the unrounded P), and the three outputs
+//          (kLowpScores is taken as kLowp: no backward rung stores S).
+// Throws std::invalid_argument for e4m3 inputs, a missing LSE or dO, or a shape check_shape
+// refuses.
+void reference_backward(const BwdParams& b, RefPrecision precision, float* dq, float* dk,
+                        float* dv, cublasHandle_t handle, cudaStream_t stream = nullptr);
+
+// The same in float64 on host copies (element values as floats, in b's strides: q, k, v with
+// b.fwd's, o with b.fwd.o_stride, dout with b.do_stride; lse contiguous [B, H_q, Nq]), for
+// testing the cuBLAS one. Returns contiguous dq [B, H_q, Nq, d], dk and dv [B, H_kv, Nk, d].
+void cpu_reference_backward(const BwdParams& b, const std::vector<float>& q,
+                            const std::vector<float>& k, const std::vector<float>& v,
+                            const std::vector<float>& o, const std::vector<float>& dout,
+                            const std::vector<float>& lse, std::vector<double>& dq,
+                            std::vector<double>& dk, std::vector<double>& dv);
+
 // RAII cuBLAS handle.
 class CublasHandle {
  public:
