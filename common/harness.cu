@@ -283,4 +283,282 @@ Verdict verify(const KernelInfo& kernel, Problem& problem, const Reference& refe
   return v;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The backward.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+// dO's seed stream: distinct from every problem's Q, K, V (seed * 3 + 0, 1, 2).
+constexpr uint64_t kDoutSeed = 0x9e3779b97f4a7c15ull;
+
+void check_bwd_spec(const ProblemSpec& spec) {
+  const std::string bad = check_shape(spec.params());
+  if (!bad.empty()) throw std::invalid_argument("problem " + spec.describe() + ": " + bad);
+  if (spec.dtype != DType::f16 && spec.dtype != DType::bf16) {
+    throw std::invalid_argument("problem " + spec.describe() +
+                                ": the backward takes fp16 and bf16 inputs");
+  }
+}
+
+}  // namespace
+
+BwdParams placeholder_bwd_params(const ProblemSpec& spec, const KernelInfo& kernel) {
+  ProblemSpec s = spec;
+  s.with_lse = true;
+  BwdParams b = make_bwd_params(placeholder_params(s));
+  b.dout = reinterpret_cast<void*>(0x6000);
+  b.dq = reinterpret_cast<void*>(0x7000);
+  b.dk = reinterpret_cast<void*>(0x8000);
+  b.dv = reinterpret_cast<void*>(0x9000);
+  b.workspace_bytes = backward_workspace_bytes(kernel, b.fwd);
+  b.workspace = b.workspace_bytes > 0 ? reinterpret_cast<void*>(0x10000) : nullptr;
+  return b;
+}
+
+BwdProblem::BwdProblem(const ProblemSpec& spec, CublasHandle& cublas) : spec_(spec) {
+  check_bwd_spec(spec);
+  spec_.with_lse = true;
+  AttnParams p = spec_.params();
+  params_ = make_bwd_params(p);
+  BwdParams& b = params_;
+  q.resize(bytes_of(p, p.dtype, p.q_stride, p.heads_q, p.seqlen_q));
+  k.resize(bytes_of(p, p.dtype, p.k_stride, p.heads_kv, p.seqlen_k));
+  v.resize(bytes_of(p, p.dtype, p.v_stride, p.heads_kv, p.seqlen_k));
+  o.resize(bytes_of(p, p.dtype, p.o_stride, p.heads_q, p.seqlen_q));
+  lse.resize(p.batch * p.heads_q * p.seqlen_q * sizeof(float));
+  dout.resize(bytes_of(p, p.dtype, b.do_stride, p.heads_q, p.seqlen_q));
+  for (DeviceBuffer* g : {&dq, &dq2}) {
+    g->resize(bytes_of(p, p.dtype, b.dq_stride, p.heads_q, p.seqlen_q));
+  }
+  for (DeviceBuffer* g : {&dk, &dk2}) {
+    g->resize(bytes_of(p, p.dtype, b.dk_stride, p.heads_kv, p.seqlen_k));
+  }
+  for (DeviceBuffer* g : {&dv, &dv2}) {
+    g->resize(bytes_of(p, p.dtype, b.dv_stride, p.heads_kv, p.seqlen_k));
+  }
+  b.fwd.q = q.get();
+  b.fwd.k = k.get();
+  b.fwd.v = v.get();
+  b.fwd.o = o.get();
+  b.fwd.lse = lse.as<float>();
+  b.dout = dout.get();
+  b.dq = dq.get();
+  b.dk = dk.get();
+  b.dv = dv.get();
+  fill_randn(q.get(), p.dtype, q.bytes() / 2, spec.seed * 3 + 0, spec.input_std);
+  fill_randn(k.get(), p.dtype, k.bytes() / 2, spec.seed * 3 + 1, spec.input_std);
+  fill_randn(v.get(), p.dtype, v.bytes() / 2, spec.seed * 3 + 2, spec.input_std);
+  fill_randn(dout.get(), p.dtype, dout.bytes() / 2, spec.seed ^ kDoutSeed, 1.0f);
+  forward(cublas);
+  poison_grads();
+  for (DeviceBuffer* g : {&dq2, &dk2, &dv2}) fill_bits16(g->get(), 0xFFFF, g->bytes() / 2);
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void BwdProblem::forward(CublasHandle& cublas) {
+  // O and the LSE of the fp32 reference; O rounded to the dtype, in O's layout.
+  const AttnParams& p = params_.fwd;
+  const int64_t n = p.batch * p.heads_q * p.seqlen_q * p.head_dim;
+  DeviceBuffer o32(n * sizeof(float));
+  reference_attention(p, RefPrecision::kFp32, o32.as<float>(), lse.as<float>(), cublas.get());
+  scatter_from_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(
+      o.get(), p.dtype, p.o_stride, o32.as<float>(), p.heads_q, p.seqlen_q, p.head_dim, n);
+  FL_CHECK_LAUNCH();
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void BwdProblem::set_inputs(const float* hq, const float* hk, const float* hv,
+                            CublasHandle& cublas) {
+  const AttnParams& p = params_.fwd;
+  const struct {
+    const float* src;
+    void* dst;
+    const Strides* s;
+    int64_t heads, rows;
+  } t[] = {{hq, q.get(), &p.q_stride, p.heads_q, p.seqlen_q},
+           {hk, k.get(), &p.k_stride, p.heads_kv, p.seqlen_k},
+           {hv, v.get(), &p.v_stride, p.heads_kv, p.seqlen_k}};
+  for (const auto& x : t) {
+    const int64_t n = p.batch * x.heads * x.rows * p.head_dim;
+    DeviceBuffer tmp(n * sizeof(float));
+    FL_CUDA_CHECK(cudaMemcpy(tmp.get(), x.src, n * sizeof(float), cudaMemcpyHostToDevice));
+    scatter_from_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(
+        x.dst, p.dtype, *x.s, tmp.as<float>(), x.heads, x.rows, p.head_dim, n);
+    FL_CHECK_LAUNCH();
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  forward(cublas);
+}
+
+void BwdProblem::prepare_workspace(const KernelInfo& kernel) {
+  const int64_t need = backward_workspace_bytes(kernel, params_.fwd);
+  if (need > static_cast<int64_t>(workspace.bytes())) workspace.resize(static_cast<size_t>(need));
+  params_.workspace = workspace.get();
+  params_.workspace_bytes = static_cast<int64_t>(workspace.bytes());
+}
+
+void BwdProblem::poison_grads(cudaStream_t stream) {
+  for (DeviceBuffer* g : {&dq, &dk, &dv}) fill_bits16(g->get(), 0xFFFF, g->bytes() / 2, stream);
+}
+
+void* BwdProblem::grad(Grad g, bool second) const {
+  const DeviceBuffer* sets[2][kGrads] = {{&dq, &dk, &dv}, {&dq2, &dk2, &dv2}};
+  return sets[second ? 1 : 0][static_cast<int>(g)]->get();
+}
+
+namespace {
+
+// Gradient g of b described as the "O" of an AttnParams (heads, rows, strides, dtype), so that
+// the forward's comparisons (compare_output, count_bitwise_differences, describe_worst) read it.
+AttnParams grad_view(const BwdParams& b, Grad g) {
+  AttnParams v = b.fwd;
+  v.out_dtype = b.fwd.dtype;
+  if (g == Grad::dq) {
+    v.o_stride = b.dq_stride;
+  } else {
+    v.heads_q = b.fwd.heads_kv;
+    v.seqlen_q = b.fwd.seqlen_k;
+    v.o_stride = g == Grad::dk ? b.dk_stride : b.dv_stride;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<float> BwdProblem::grad_host(Grad g) const {
+  const AttnParams v = grad_view(params_, g);
+  const int64_t n = grad_elements(params_, g);
+  DeviceBuffer tmp(n * sizeof(float));
+  gather_to_fp32<<<elementwise_grid(n), kElementwiseThreads>>>(
+      tmp.as<float>(), grad(g), v.out_dtype, v.o_stride, v.heads_q, v.seqlen_q, v.head_dim, n);
+  FL_CHECK_LAUNCH();
+  std::vector<float> host(n);
+  FL_CUDA_CHECK(cudaMemcpy(host.data(), tmp.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
+  return host;
+}
+
+int64_t grad_elements(const BwdParams& b, Grad g) {
+  const AttnParams v = grad_view(b, g);
+  return v.batch * v.heads_q * v.seqlen_q * v.head_dim;
+}
+
+ErrorStats compare_gradient(const BwdParams& b, Grad g, const void* grad, const float* ref,
+                            cudaStream_t stream) {
+  return compare_output(grad_view(b, g), grad, ref, stream);
+}
+
+std::string describe_grad_index(const BwdParams& b, Grad g, int64_t index) {
+  return describe_worst(grad_view(b, g), index);
+}
+
+BwdReference::BwdReference(const BwdProblem& problem, CublasHandle& cublas) {
+  const BwdParams& b = problem.params();
+  DeviceBuffer lowp[kGrads];
+  for (Grad g : kAllGrads) {
+    const size_t bytes = grad_elements(b, g) * sizeof(float);
+    grad32_[static_cast<int>(g)].resize(bytes);
+    lowp[static_cast<int>(g)].resize(bytes);
+  }
+  reference_backward(b, RefPrecision::kFp32, grad32_[0].as<float>(), grad32_[1].as<float>(),
+                     grad32_[2].as<float>(), cublas.get());
+  reference_backward(b, RefPrecision::kLowp, lowp[0].as<float>(), lowp[1].as<float>(),
+                     lowp[2].as<float>(), cublas.get());
+  for (Grad g : kAllGrads) {
+    const int i = static_cast<int>(g);
+    lowp_err_[i] =
+        compare_fp32(lowp[i].as<float>(), grad32_[i].as<float>(), grad_elements(b, g)).max_abs_err;
+  }
+}
+
+std::string gradient_failures(const BwdParams& b, Grad g, const ErrorStats& err,
+                              double tolerance) {
+  std::ostringstream why;
+  const char* name = to_string(g);
+  if (err.non_finite > 0) {
+    why << name << ": " << err.non_finite << " values not finite (NaN/inf or poison left); ";
+  }
+  if (err.nonzero == 0) why << name << ": all zero; ";
+  if (err.max_abs_err > tolerance) {
+    why << name << ": max error " << err.max_abs_err << " > " << tolerance << " at "
+        << describe_grad_index(b, g, err.worst_index) << "; ";
+  }
+  return why.str();
+}
+
+BwdVerdict verify_backward(const KernelInfo& kernel, BwdProblem& problem,
+                           const BwdReference& reference, cudaStream_t stream) {
+  problem.prepare_workspace(kernel);
+  BwdParams& b = problem.params();
+  BwdVerdict v;
+  std::ostringstream why;
+
+  problem.poison_grads(stream);
+  run_backward(kernel, b, stream);
+  FL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  for (Grad g : kAllGrads) {
+    GradVerdict& r = v.grads[static_cast<int>(g)];
+    r.err = compare_gradient(b, g, problem.grad(g), reference.grad32(g), stream);
+    r.lowp_err = reference.lowp_err(g);
+    r.tolerance = pass_tolerance(r.lowp_err);
+    why << gradient_failures(b, g, r.err, r.tolerance);
+  }
+
+  // Second run into the second set: it must pass too, and agree with the first within the
+  // tolerance (not bitwise: dQ may be summed with atomics in a varying order).
+  for (DeviceBuffer* s : {&problem.dq2, &problem.dk2, &problem.dv2}) {
+    fill_bits16(s->get(), 0xFFFF, s->bytes() / 2, stream);
+  }
+  void* first[kGrads] = {b.dq, b.dk, b.dv};
+  b.dq = problem.grad(Grad::dq, true);
+  b.dk = problem.grad(Grad::dk, true);
+  b.dv = problem.grad(Grad::dv, true);
+  try {
+    run_backward(kernel, b, stream);
+  } catch (...) {
+    b.dq = first[0];
+    b.dk = first[1];
+    b.dv = first[2];
+    throw;
+  }
+  FL_CUDA_CHECK(cudaStreamSynchronize(stream));
+  b.dq = first[0];
+  b.dk = first[1];
+  b.dv = first[2];
+  for (Grad g : kAllGrads) {
+    GradVerdict& r = v.grads[static_cast<int>(g)];
+    const void* again = problem.grad(g, true);
+    const ErrorStats e2 = compare_gradient(b, g, again, reference.grad32(g), stream);
+    const std::string bad2 = gradient_failures(b, g, e2, r.tolerance);
+    if (!bad2.empty()) why << "second run: " << bad2;
+    // The first run as fp32, the "reference" of the second.
+    const AttnParams view = grad_view(b, g);
+    const int64_t n = grad_elements(b, g);
+    DeviceBuffer first32(n * sizeof(float));
+    gather_to_fp32<<<elementwise_grid(n), kElementwiseThreads, 0, stream>>>(
+        first32.as<float>(), problem.grad(g), view.out_dtype, view.o_stride, view.heads_q,
+        view.seqlen_q, view.head_dim, n);
+    FL_CHECK_LAUNCH();
+    const ErrorStats d = compare_gradient(b, g, again, first32.as<float>(), stream);
+    r.run_diff = d.max_abs_err;
+    r.bitwise_diffs = count_bitwise_differences(view, problem.grad(g), again, stream);
+    if (r.err.non_finite == 0 && e2.non_finite == 0 && r.run_diff > r.tolerance) {
+      why << to_string(g) << ": the two runs differ by " << r.run_diff << " > " << r.tolerance
+          << " at " << describe_grad_index(b, g, d.worst_index) << "; ";
+    }
+  }
+
+  v.why = why.str();
+  v.passed = v.why.empty();
+  return v;
+}
+
+float time_backward_ms(const KernelInfo& kernel, BwdProblem& problem, EventTimer& timer,
+                       L2Flusher& flusher, cudaStream_t stream) {
+  flusher.flush(stream);
+  timer.start(stream);
+  run_backward(kernel, problem.params(), stream);
+  return timer.stop_ms(stream);
+}
+
 }  // namespace fl
