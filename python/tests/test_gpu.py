@@ -1,6 +1,8 @@
 """flash_ladder.attention on the GPU, against torch.nn.functional.scaled_dot_product_attention:
 random shapes, both layouts, strided views, GQA, causal (bottom-right), the LSE, explicit rungs,
-the library's refusals as exceptions, a CUDA graph, torch.compile and torch.library.opcheck.
+the library's refusals as exceptions, a CUDA graph, torch.compile and torch.library.opcheck; its
+gradients (a backward rung through flash_ladder::attention_backward) against SDPA's math backend,
+compiled and in a CUDA graph too.
 
 Needs torch (>= 2.4) and a CUDA GPU, and skips with the reason without them. Where both are
 there, a missing library is a failure, not a skip. Run from the repository root, e.g.
@@ -396,6 +398,294 @@ class Compile(GpuTestCase):
                 torch.library.opcheck(op, args)
 
 
+# ------------------------------------------------------------------------------------------------
+# Gradients: flash_ladder.attention is differentiable through a backward rung
+# ------------------------------------------------------------------------------------------------
+class _MathReductionsInInputType:
+    """SDPA's math backend computing in the inputs' type (fp16/bf16 matmuls and softmax), as the
+    plain PyTorch attention FlashAttention-2's tests hold their gradients to. torch >= 2.5 upcasts
+    to fp32 unless allow_fp16_bf16_reduction_math_sdp(True); earlier versions always reduce in the
+    inputs' type."""
+
+    def __enter__(self):
+        cuda = torch.backends.cuda
+        self.saved = (cuda.fp16_bf16_reduction_math_sdp_allowed()
+                      if hasattr(cuda, "fp16_bf16_reduction_math_sdp_allowed") else None)
+        if self.saved is not None:
+            cuda.allow_fp16_bf16_reduction_math_sdp(True)
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(self.saved)
+
+
+def reference_grads(q, k, v, dout, causal, scale, layout, dtype):
+    """(dQ, dK, dV) of the ladder's attention by SDPA's math backend computed in `dtype`
+    (torch.float32: the reference, inputs upcast; the inputs' type: the same math in the input
+    precision), in q's, k's and v's layouts and shapes. GQA by repeating K and V over each group
+    (autograd sums the group's gradients back into the KV head); a row that sees no key (causal,
+    Nq > Nk) is given every key and its output multiplied by 0, so that it contributes nothing,
+    as the ladder defines it (no NaN)."""
+    qb, kb, vb, dob = (to_bhnd(t, layout).detach().to(dtype) for t in (q, k, v, dout))
+    for t in (qb, kb, vb):
+        t.requires_grad_(True)
+    g = qb.shape[1] // kb.shape[1]
+    nq, nk = qb.shape[2], kb.shape[2]
+    mask, seen = None, torch.ones(nq, dtype=torch.bool, device=q.device)
+    if causal:
+        i = torch.arange(nq, device=q.device)[:, None]
+        j = torch.arange(nk, device=q.device)[None, :]
+        mask = j <= i + (nk - nq)
+        seen = mask.any(dim=-1)
+        mask = mask | ~seen[:, None]
+    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH), _MathReductionsInInputType():
+        o = F.scaled_dot_product_attention(qb, kb.repeat_interleave(g, dim=1),
+                                           vb.repeat_interleave(g, dim=1), attn_mask=mask,
+                                           scale=scale)
+        o = o * seen[:, None].to(dtype)
+        grads = torch.autograd.grad(o, (qb, kb, vb), dob)
+    return tuple(from_bhnd(t, layout) for t in grads)
+
+
+GRAD_NAMES = ("q", "k", "v")
+
+
+class Gradients(GpuTestCase):
+    """Each gradient of flash_ladder.attention held to FlashAttention-2's rule against SDPA's
+    math backend: max|grad - grad_fp32| <= 2 max|grad_lowp - grad_fp32| + 1e-4, with grad_fp32
+    the fp32 math and grad_lowp the same math in the inputs' type."""
+
+    def backward_refusal(self, q, k, v, causal, layout, backward_kernel="best"):
+        """The library's reason no backward rung (or not `backward_kernel`) takes the call, or
+        None when one does. Asked with real tensors of the call's shapes and strides."""
+        o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        lse = torch.empty(o.shape[0], o.shape[2] if layout == "bnhd" else o.shape[1],
+                          o.shape[1] if layout == "bnhd" else o.shape[2], device=q.device)
+        grads = [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in (q, k, v)]
+        params = flash_ladder.make_backward_params(q, k, v, o, lse, o, *grads, causal=causal,
+                                                   layout=layout)
+        try:
+            number = (self.lib.best_backward(params) if backward_kernel == "best"
+                      else backward_kernel)
+            params.workspace_bytes = self.lib.backward_workspace_size(number, params.fwd)
+            params.workspace = 256 if params.workspace_bytes else None  # a placeholder: not run
+        except flash_ladder.FlashLadderError as e:
+            return str(e)
+        ok, why = self.lib.supports_backward(number, params)
+        return None if ok else why
+
+    def check_grads(self, q, k, v, dout, got, *, causal=False, scale=None, layout="bhnd",
+                    label=""):
+        """Holds got = {name: gradient} to the rule; inputs without an entry are not judged."""
+        ref = reference_grads(q, k, v, dout, causal, scale, layout, torch.float32)
+        low = reference_grads(q, k, v, dout, causal, scale, layout, q.dtype)
+        for i, name in enumerate(GRAD_NAMES):
+            if name not in got:
+                continue
+            g, like = got[name], (q, k, v)[i]
+            self.assertEqual(tuple(g.shape), tuple(like.shape), f"{label}: d{name}'s shape")
+            self.assertEqual(g.dtype, like.dtype, f"{label}: d{name}'s dtype")
+            self.assertTrue(bool(torch.isfinite(g).all()), f"{label}: d{name} is not finite")
+            self.assertGreater(float(ref[i].abs().max()), 0.0, f"{label}: nothing to compare")
+            err, low_err = max_abs(g, ref[i]), max_abs(low[i], ref[i])
+            tol = 2 * low_err + 1e-4
+            self.assertLessEqual(err, tol, f"{label}: max |d{name} - d{name}_fp32| = {err:.3g} > "
+                                           f"2 x {low_err:.3g} (the same math in "
+                                           f"{str(q.dtype)[6:]}) + 1e-4")
+
+    def run_case(self, *, dtype, layout, b, hq, hkv, nq, nk, d, causal, wanted,
+                 styles=("contiguous",) * 3, dout_style="contiguous", label=""):
+        q, k, v = (make_tensor(b, h, n, d, layout, dtype, s, self.gen)
+                   for h, n, s in ((hq, nq, styles[0]), (hkv, nk, styles[1]),
+                                   (hkv, nk, styles[2])))
+        why = self.backward_refusal(q, k, v, causal, layout)
+        if why is not None:
+            self.skipTest(f"no backward rung of this build takes it here: {why}")
+        leaves = [t.detach().requires_grad_(n in wanted) for n, t in zip(GRAD_NAMES, (q, k, v))]
+        o = flash_ladder.attention(*leaves, causal=causal, layout=layout)
+        if dout_style == "expanded":  # o.sum()'s gradient: every stride 0
+            dout = torch.ones((), dtype=dtype, device="cuda").expand(o.shape)
+        else:
+            dout = make_tensor(b, hq, nq, d, layout, dtype, dout_style, self.gen)
+        o.backward(dout)
+        torch.cuda.synchronize()
+        got = {}
+        for name, t in zip(GRAD_NAMES, leaves):
+            if name in wanted:
+                self.assertIsNotNone(t.grad, f"{label}: d{name} missing")
+                got[name] = t.grad
+            else:
+                self.assertIsNone(t.grad, f"{label}: d{name} computed though not wanted")
+        self.check_grads(q, k, v, dout, got, causal=causal, layout=layout, label=label)
+
+    def test_cases(self):
+        # MHA and GQA, both layouts, causal and not, fp16 and bf16, every subset of q, k, v that
+        # matters, strided inputs and gradients of O that are not contiguous.
+        cases = [
+            dict(dtype=torch.float16, layout="bhnd", b=2, hq=4, hkv=4, nq=128, nk=128, d=64,
+                 causal=False, wanted="qkv"),
+            dict(dtype=torch.bfloat16, layout="bnhd", b=1, hq=4, hkv=4, nq=192, nk=256, d=128,
+                 causal=False, wanted="qkv"),
+            dict(dtype=torch.float16, layout="bnhd", b=2, hq=2, hkv=2, nq=128, nk=64, d=128,
+                 causal=False, wanted="q"),
+            dict(dtype=torch.bfloat16, layout="bhnd", b=1, hq=2, hkv=2, nq=64, nk=192, d=64,
+                 causal=False, wanted="kv"),
+            dict(dtype=torch.float16, layout="bhnd", b=1, hq=2, hkv=2, nq=128, nk=128, d=64,
+                 causal=False, wanted="v", styles=("padded", "sliced", "transposed")),
+            dict(dtype=torch.float16, layout="bnhd", b=1, hq=2, hkv=2, nq=128, nk=128, d=128,
+                 causal=False, wanted="qkv", dout_style="transposed"),
+            dict(dtype=torch.float16, layout="bhnd", b=1, hq=2, hkv=2, nq=64, nk=64, d=64,
+                 causal=False, wanted="qk", dout_style="expanded"),
+            # GQA (dK, dV summed over each group), causal, lengths that are not tile multiples,
+            # d = 256: run where a backward rung of this build takes them, skipped with the
+            # library's reason where none does
+            dict(dtype=torch.float16, layout="bhnd", b=2, hq=8, hkv=2, nq=128, nk=128, d=64,
+                 causal=False, wanted="qkv"),
+            dict(dtype=torch.bfloat16, layout="bnhd", b=1, hq=6, hkv=2, nq=128, nk=192, d=128,
+                 causal=False, wanted="kv"),
+            dict(dtype=torch.float16, layout="bhnd", b=1, hq=4, hkv=4, nq=192, nk=192, d=128,
+                 causal=True, wanted="qkv"),
+            dict(dtype=torch.bfloat16, layout="bnhd", b=2, hq=4, hkv=1, nq=200, nk=77, d=64,
+                 causal=True, wanted="qkv"),
+            dict(dtype=torch.float16, layout="bhnd", b=1, hq=2, hkv=2, nq=100, nk=300, d=64,
+                 causal=True, wanted="q"),
+            dict(dtype=torch.float16, layout="bhnd", b=1, hq=2, hkv=2, nq=128, nk=128, d=256,
+                 causal=False, wanted="qkv"),
+        ]
+        for case in cases:
+            label = ", ".join(f"{key}={val}" for key, val in case.items())
+            with self.subTest(label):
+                self.run_case(**case, label=label)
+
+    def test_the_backward_rungs_by_number(self):
+        # Each backward rung asked for by number (backward_kernel=N) on a call it takes.
+        for kernel in self.lib.backward_kernels:
+            with self.subTest(kernel=kernel.name):
+                q, k, v = (make_tensor(1, 4, 128, 128, "bhnd", torch.float16, "contiguous",
+                                       self.gen) for _ in range(3))
+                why = self.backward_refusal(q, k, v, False, "bhnd", kernel.number)
+                if why is not None:
+                    self.skipTest(why)
+                leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+                o = flash_ladder.attention(*leaves, backward_kernel=kernel.number)
+                dout = torch.randn_like(o)
+                o.backward(dout)
+                self.check_grads(q, k, v, dout, dict(zip(GRAD_NAMES, (t.grad for t in leaves))),
+                                 label=kernel.name)
+
+    def test_no_grad_and_inputs_without_grad(self):
+        # Without a gradient wanted the forward is as before (no LSE asked for) and returns a
+        # tensor with no graph; the LSE returned with one is not differentiable.
+        q, k, v = (make_tensor(1, 2, 64, 64, "bhnd", torch.float16, "contiguous", self.gen)
+                   for _ in range(3))
+        self.assertIsNone(flash_ladder.attention(q, k, v).grad_fn)
+        qg = q.detach().requires_grad_()
+        with torch.no_grad():
+            self.assertIsNone(flash_ladder.attention(qg, k, v).grad_fn)
+        o, lse = flash_ladder.attention(qg, k, v, return_lse=True)
+        self.assertIsNotNone(o.grad_fn)
+        self.assertFalse(lse.requires_grad)
+
+    def test_refusals_carry_the_librarys_message(self):
+        q, k, v = (make_tensor(1, 2, 128, 64, "bhnd", torch.float16, "contiguous", self.gen)
+                   .requires_grad_() for _ in range(3))
+        # a forward rung asked for as the backward's
+        o = flash_ladder.attention(q, k, v, backward_kernel=16 if 16 in self.numbers else 0)
+        name = "16_final" if 16 in self.numbers else "00_cublas"
+        with self.assertRaisesRegex(flash_ladder.UnsupportedError,
+                                    f"kernel {name}: is a forward rung"):
+            o.backward(torch.ones_like(o))
+        with self.assertRaisesRegex(flash_ladder.NoSuchKernelError, "no kernel numbered 99"):
+            flash_ladder.attention(q, k, v, backward_kernel=99).sum().backward()
+        with self.assertRaisesRegex(ValueError, 'backward_kernel must be a rung number or "best"'):
+            flash_ladder.attention(q, k, v, backward_kernel="fast")
+        # A call no backward rung takes (d = 256 with every rung of rung 29's contract; GQA,
+        # causal where those are missing too): the library's message, every rung's rule.
+        for hq, hkv, d, causal in ((2, 2, 256, False), (4, 2, 64, False), (2, 2, 64, True)):
+            q, k, v = (make_tensor(1, h, 128, d, "bhnd", torch.float16, "contiguous", self.gen)
+                       for h in (hq, hkv, hkv))
+            why = self.backward_refusal(q, k, v, causal, "bhnd")
+            if why is None:
+                continue  # a backward rung takes it: test_cases holds its gradients
+            with self.subTest(hq=hq, hkv=hkv, d=d, causal=causal):
+                leaves = [t.requires_grad_() for t in (q, k, v)]
+                o = flash_ladder.attention(*leaves, causal=causal)
+                with self.assertRaises(flash_ladder.UnsupportedError) as cm:
+                    o.backward(torch.ones_like(o))
+                self.assertEqual(str(cm.exception), why)
+                self.assertTrue(str(cm.exception).startswith(
+                    "no backward kernel of this build supports this call:"), str(cm.exception))
+
+    def test_torch_compile_forward_and_backward(self):
+        # fullgraph: no graph break at either op; the backward graph calls
+        # flash_ladder::attention_backward.
+        for layout in ("bhnd", "bnhd"):
+            with self.subTest(layout=layout):
+                q, k, v = (make_tensor(2, 4, 128, 64, layout, torch.bfloat16, "contiguous",
+                                       self.gen) for _ in range(3))
+                why = self.backward_refusal(q, k, v, False, layout)
+                if why is not None:
+                    self.skipTest(why)
+                w = make_tensor(2, 4, 128, 64, layout, torch.bfloat16, "contiguous", self.gen)
+
+                def f(q, k, v):
+                    return (flash_ladder.attention(q, k, v, layout=layout).float()
+                            * w.float()).sum()
+
+                leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+                torch._dynamo.reset()
+                loss = torch.compile(f, fullgraph=True)(*leaves)
+                loss.backward()
+                torch.cuda.synchronize()
+                # d loss / d O = w (the bf16 O upcast: the gradient is w rounded to bf16)
+                self.check_grads(q, k, v, w, dict(zip(GRAD_NAMES, (t.grad for t in leaves))),
+                                 layout=layout, label=f"compiled, {layout}")
+
+    def test_cuda_graph_of_forward_and_backward(self):
+        # Forward and backward captured into one CUDA graph (the workspace and the gradients
+        # from the graph's memory pool), replayed on new inputs and a new dO.
+        q, k, v = (make_tensor(1, 4, 128, 64, "bhnd", torch.float16, "contiguous", self.gen)
+                   for _ in range(3))
+        why = self.backward_refusal(q, k, v, False, "bhnd")
+        if why is not None:
+            self.skipTest(why)
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        dout = torch.randn_like(q)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up off the default stream
+            for _ in range(2):
+                o = flash_ladder.attention(*leaves)
+                torch.autograd.grad(o, leaves, dout)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            o = flash_ladder.attention(*leaves)
+            grads = torch.autograd.grad(o, leaves, dout)
+        with torch.no_grad():
+            for t in leaves + [dout]:
+                t.copy_(torch.randn(t.shape, device="cuda", generator=self.gen).to(t.dtype))
+        graph.replay()
+        torch.cuda.synchronize()
+        self.check_grads(*(t.detach() for t in leaves), dout, dict(zip(GRAD_NAMES, grads)),
+                         label="graph replay")
+
+    def test_opcheck(self):
+        # The backward op's schema, fake implementation against the real one, and AOT dispatch;
+        # the forward's autograd registration with inputs that require grad.
+        q, k, v = (make_tensor(1, 2, 128, 64, "bhnd", torch.float16, "contiguous", self.gen)
+                   for _ in range(3))
+        why = self.backward_refusal(q, k, v, False, "bhnd")
+        if why is not None:
+            self.skipTest(why)
+        o, lse = flash_ladder.attention(q, k, v, return_lse=True)
+        torch.library.opcheck(torch.ops.flash_ladder.attention_backward.default,
+                              (q, k, v, o, lse, torch.randn_like(o), False, None, -1, "bhnd"))
+        leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+        torch.library.opcheck(torch.ops.flash_ladder.attention.default,
+                              (*leaves, False, None, -1, True, "bhnd", -1))
+
+
 @unittest.skipIf(torch is None or not hasattr(torch.library, "custom_op"),
                  "torch (>= 2.4) is not installed")
 class TorchWithoutGpu(unittest.TestCase):
@@ -449,6 +739,45 @@ class TorchWithoutGpu(unittest.TestCase):
         q, k = torch.empty(1, 4, 96, 64, **m), torch.empty(1, 2, 80, 64, **m)
         torch.library.opcheck(torch.ops.flash_ladder.attention.default,
                               (q, k, k, True, None, -1, True, "bhnd"))
+
+    def test_backward_on_meta(self):
+        # Autograd through the two ops' fake implementations, eager and compiled (fullgraph):
+        # gradients of the inputs' shapes (GQA: dK and dV per KV head), None for the others.
+        m = dict(device="meta", dtype=torch.float16)
+        for layout in ("bhnd", "bnhd"):
+            def shape(h, n):
+                return (2, h, n, 64) if layout == "bhnd" else (2, n, h, 64)
+
+            def f(q, k, v):
+                o, lse = flash_ladder.attention(q, k, v, causal=True, layout=layout,
+                                                return_lse=True)
+                return o.float().sum() + lse.sum()
+
+            for compiled in (False, True):
+                with self.subTest(layout=layout, compiled=compiled):
+                    q = torch.empty(shape(8, 128), **m, requires_grad=True)
+                    k = torch.empty(shape(2, 96), **m, requires_grad=True)
+                    v = torch.empty(shape(2, 96), **m)
+                    torch._dynamo.reset()
+                    g = torch.compile(f, fullgraph=True, backend="aot_eager") if compiled else f
+                    g(q, k, v).backward()
+                    self.assertEqual(tuple(q.grad.shape), shape(8, 128))
+                    self.assertEqual(tuple(k.grad.shape), shape(2, 96))
+                    self.assertIsNone(v.grad)
+        torch._dynamo.reset()
+
+    def test_backward_opcheck_on_meta(self):
+        m = dict(device="meta", dtype=torch.bfloat16)
+        q, k = torch.empty(1, 4, 96, 64, **m), torch.empty(1, 2, 80, 64, **m)
+        lse = torch.empty(1, 4, 96, device="meta", dtype=torch.float32)
+        torch.library.opcheck(torch.ops.flash_ladder.attention_backward.default,
+                              (q, k, k, q, lse, q, True, None, -1, "bhnd"))
+        leaves = [t.clone().requires_grad_() for t in (q, k, k)]
+        torch.library.opcheck(torch.ops.flash_ladder.attention.default,
+                              (*leaves, True, None, -1, True, "bhnd", -1))
+        with self.assertRaisesRegex(ValueError, "lse must be the forward's LSE"):
+            torch.ops.flash_ladder.attention_backward(q, k, k, q, lse[..., :95], q, True, None,
+                                                      -1, "bhnd")
 
 
 if __name__ == "__main__":
