@@ -21,11 +21,24 @@ for each shape of the project's sweep (d = 128, H = 16, N in 512..16384, B = 16 
     --max-seconds is not run at bigger shapes.
 
 Writes docs/results/<gpu-slug>.json (see --out, --merge); scripts/results_table.py turns it into
-the README table and the plot. Run from the repository root on the GPU machine:
+the README table and the plot.
+
+With --op backward (or both), the backward of the same shapes, in the same process: SDPA's flash
+(FlashAttention-2) and cuDNN backends and the ladder's backward rungs (29 and up, through the C
+API). Each is handed a forward run once outside the timed region (SDPA's autograd graph, kept; the
+ladder's O and LSE from its best forward rung) and only the backward is timed:
+torch.autograd.grad(out, (q, k, v), dout, retain_graph=True) for SDPA, fl_run_backward with its
+workspace allocated beforehand for a rung. TFLOP/s count backward_flops, 2.5 times the forward's
+(halved when causal). dQ, dK and dV are each held to FlashAttention-2's rule against fp32 (N <=
+2048; SDPA flash's own error the yardstick), and each row carries its ratio to FA2 (SDPA flash)
+and cuDNN timed in the same round. Balanced alternating rounds as the forward's (--rounds).
+Rows go to docs/results/<gpu-slug>_backward.json (--out-backward), with the forward's
+provenance fields (gpu, torch, date). Run from the repository root on the GPU machine:
 
   python3 scripts/compare_sdpa.py                          # fp16, d = 128, non-causal sweep
   python3 scripts/compare_sdpa.py --causal --merge
   python3 scripts/compare_sdpa.py --d 64 --merge --n 1024,4096 --kernels 3,8
+  python3 scripts/compare_sdpa.py --op backward --rounds 3 --n 1024,4096,16384
 """
 import argparse
 import datetime
@@ -54,6 +67,12 @@ SDPA_BACKENDS = [
 ]
 REF_MAX_N = 2048  # above this, no fp32 reference: errors are measured against sdpa_flash
 KEY_FIELDS = ("impl", "dtype", "d", "causal", "B", "H", "N")
+# The backward: SDPA's two fast backends, the yardsticks of the ratio columns.
+SDPA_BACKWARD_BACKENDS = [
+    ("sdpa_flash", SDPBackend.FLASH_ATTENTION),
+    ("sdpa_cudnn", SDPBackend.CUDNN_ATTENTION),
+]
+GRADS = ("dq", "dk", "dv")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -72,6 +91,9 @@ class Ladder(flash_ladder.Library):
 
     def run(self, number, params):
         super().run(number, params, torch.cuda.current_stream().cuda_stream)
+
+    def run_backward(self, number, bparams):
+        super().run_backward(number, bparams, torch.cuda.current_stream().cuda_stream)
 
 
 def make_params(q, k, v, o, causal, scale):
@@ -189,18 +211,42 @@ def max_err(out, ref):
     return float((out.float() - ref.float()).abs().max())
 
 
-def select_kernels(ladder, wanted):
+def select_kernels(ladder, wanted, pool=None, option="--kernels"):
+    """The kernels of `pool` (default: the forward rungs) that `wanted` names ("3,16_final");
+    all of them when it is empty."""
+    pool = ladder.kernels if pool is None else pool
     if not wanted:
-        return ladder.kernels
+        return pool
     chosen = []
     for key in wanted.split(","):
         key = key.strip()
-        match = [kn for kn in ladder.kernels
+        match = [kn for kn in pool
                  if key == kn[1] or (key.isdigit() and int(key) == kn[0])]
         if not match:
-            sys.exit(f"--kernels: no kernel {key!r} in {[kn[1] for kn in ladder.kernels]}")
+            sys.exit(f"{option}: no kernel {key!r} in {[kn[1] for kn in pool]}")
         chosen += match
     return chosen
+
+
+def retime_rounds(args, timer, timed, f):
+    """Rounds 1 .. R - 1 (the outputs were checked in round 0): each row's ms becomes the median
+    of its rounds' medians, the rounds' own in round_ms; `timed` is [(row, the timed call)] in
+    round 0's order, reversed in every other round."""
+    if args.rounds <= 1:
+        return
+    for row, _ in timed:
+        row["round_ms"] = [row["ms"]]
+    for r in range(1, args.rounds):
+        for row, fn in (reversed(timed) if r % 2 else timed):
+            row["round_ms"].append(timer.time(fn)[0])
+    torch.cuda.synchronize()
+    print(f"  median of {args.rounds} rounds (order reversed in every other round):")
+    for row, _ in timed:
+        row["ms"] = statistics.median(row["round_ms"])
+        row["tflops"] = f / (row["ms"] * 1e-3) / 1e12
+        spread = " ".join(f"{m:.3f}" for m in row["round_ms"])
+        print(f"  {row['impl']:<24} {row['ms']:9.3f} ms {row['tflops']:7.1f} TFLOP/s"
+              f"  (rounds: {spread} ms)")
 
 
 def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
@@ -302,29 +348,208 @@ def run_shape(args, ladder, kernels, timer, n, predicted_too_slow, last_time):
             row = add_row(name, ms, reps, err, err_vs="none",
                           ok=math.isfinite(err) or math.isnan(err))
         timed.append((row, run))
-    # Rounds 1 .. R - 1 (the outputs were checked in round 0): each row's ms becomes the median of
-    # its rounds' medians, the rounds' own in round_ms.
-    if args.rounds > 1:
-        for row, _ in timed:
-            row["round_ms"] = [row["ms"]]
-        for r in range(1, args.rounds):
-            for row, fn in (reversed(timed) if r % 2 else timed):
-                row["round_ms"].append(timer.time(fn)[0])
-        torch.cuda.synchronize()
-        print(f"  median of {args.rounds} rounds (order reversed in every other round):")
-        for row, _ in timed:
-            row["ms"] = statistics.median(row["round_ms"])
-            row["tflops"] = f / (row["ms"] * 1e-3) / 1e12
-            spread = " ".join(f"{m:.3f}" for m in row["round_ms"])
-            print(f"  {row['impl']:<24} {row['ms']:9.3f} ms {row['tflops']:7.1f} TFLOP/s"
-                  f"  (rounds: {spread} ms)")
+    retime_rounds(args, timer, timed, f)
     del q, k, v, o, ref32, flash_out
     torch.cuda.empty_cache()
     return rows
 
 
+# ------------------------------------------------------------------------------------------------
+# The backward
+# ------------------------------------------------------------------------------------------------
+def backward_flops(b, h, n, d, causal):
+    """backward_flops (common/attention.h): 2.5 times the forward's FLOPs (five GEMMs against
+    two), halved when causal as those are."""
+    return 2.5 * flops(b, h, n, d, causal)
+
+
+def reference_grads_fp32(q, k, v, dout, causal, scale):
+    """(dQ, dK, dV) in fp32: SDPA's math backend on upcast inputs, one batch element at a time."""
+    out = tuple(torch.empty(t.shape, dtype=torch.float32, device=t.device) for t in (q, k, v))
+    with torch.enable_grad(), sdpa_kernel(SDPBackend.MATH):
+        for b in range(q.shape[0]):
+            qb, kb, vb = (t[b:b + 1].detach().float().requires_grad_() for t in (q, k, v))
+            o = F.scaled_dot_product_attention(qb, kb, vb, is_causal=causal, scale=scale)
+            grads = torch.autograd.grad(o, (qb, kb, vb), dout[b:b + 1].float())
+            for dst, g in zip(out, grads):
+                dst[b:b + 1] = g
+    return out
+
+
+def run_shape_backward(args, ladder, kernels, timer, n):
+    """The backward of one shape: SDPA flash and cuDNN, then every backward rung in `kernels`
+    that takes it; rows with the ratios to FA2 (sdpa_flash) and cuDNN (sdpa_cudnn)."""
+    dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
+    b = args.batch or batch_for(n, args.heads)
+    h, d, causal = args.heads, args.d, args.causal
+    scale = 1.0 / math.sqrt(d)
+    f = backward_flops(b, h, n, d, causal)
+    common = {"op": "backward", "dtype": args.dtype, "d": d, "causal": causal, "B": b, "H": h,
+              "N": n}
+    print(f"\n== backward {args.dtype} B={b} H={h} N={n} d={d}{' causal' if causal else ''} "
+          f"({f / 1e12:.2f} TFLOP)")
+
+    gen = torch.Generator(device="cuda").manual_seed(args.seed + n)
+    q, k, v, dout = (torch.randn(b, h, n, d, device="cuda", dtype=dtype, generator=gen)
+                     for _ in range(4))
+    ref32 = reference_grads_fp32(q, k, v, dout, causal, scale) if n <= REF_MAX_N else None
+
+    rows = []
+    timed = []  # (row, the timed call), in round 0's order, for the rounds after it
+    keep = []   # what the timed calls use by pointer (the ladder's workspaces), alive to the end
+    flash_grads, tolerance = None, None
+
+    def add_row(impl, ms, repeats, grads):
+        """The row of one implementation; its gradients judged against fp32 (N <= REF_MAX_N,
+        FlashAttention-2's rule with sdpa_flash's error as the yardstick, per gradient) or
+        recorded against sdpa_flash's."""
+        row = dict(impl=impl, **common, ms=ms, tflops=f / (ms * 1e-3) / 1e12, repeats=repeats)
+        if ref32 is not None:
+            errs = {g: max_err(x, r) for g, x, r in zip(GRADS, grads, ref32)}
+            row["err_vs"] = "fp32"
+            if tolerance is not None:
+                row.update({f"tolerance_{g}": tolerance[g] for g in GRADS})
+                row["ok"] = all(errs[g] <= tolerance[g] for g in GRADS)
+            else:
+                row["ok"] = all(math.isfinite(e) for e in errs.values())
+        elif flash_grads is not None:
+            errs = {g: max_err(x, r) for g, x, r in zip(GRADS, grads, flash_grads)}
+            row.update(err_vs="sdpa_flash", ok=all(math.isfinite(e) for e in errs.values()))
+        else:
+            errs = {g: (math.inf if not bool(torch.isfinite(x).all()) else float("nan"))
+                    for g, x in zip(GRADS, grads)}
+            row.update(err_vs="none", ok=not any(math.isinf(e) for e in errs.values()))
+        row.update({f"err_{g}": errs[g] for g in GRADS})
+        row["max_err"] = max(errs.values())
+        rows.append(row)
+        note = "" if row["ok"] else "  FAIL"
+        print(f"  {impl:<24} {ms:9.3f} ms {row['tflops']:7.1f} TFLOP/s  err dq {errs['dq']:.3g} "
+              f"dk {errs['dk']:.3g} dv {errs['dv']:.3g} ({row['err_vs']}){note}")
+        return row
+
+    # SDPA: the forward once, outside the timed region (its autograd graph kept), then the
+    # backward alone, timed.
+    for impl, backend in SDPA_BACKWARD_BACKENDS:
+        qs, ks, vs = (t.detach().requires_grad_() for t in (q, k, v))
+        try:
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(qs, ks, vs, is_causal=causal, scale=scale)
+            grads = torch.autograd.grad(out, (qs, ks, vs), dout, retain_graph=True)
+            torch.cuda.synchronize()
+        except RuntimeError as e:  # backend not available for this shape/dtype/GPU
+            print(f"  {impl:<24} skipped: {str(e).splitlines()[0][:120]}")
+            continue
+
+        def backward(out=out, inputs=(qs, ks, vs)):
+            return torch.autograd.grad(out, inputs, dout, retain_graph=True)
+
+        ms, reps = timer.time(backward)
+        if impl == "sdpa_flash":
+            if ref32 is not None:
+                tolerance = {g: 2 * max_err(x, r) + 1e-4 for g, x, r in zip(GRADS, grads, ref32)}
+            row = add_row(impl, ms, reps, grads)
+            flash_grads = grads
+        else:
+            row = add_row(impl, ms, reps, grads)
+        timed.append((row, backward))
+        keep.append(out)
+
+    # The ladder: O and the LSE from its best forward rung (once, untimed), the workspace of
+    # each rung allocated before its timing, then fl_run_backward alone, timed.
+    o = torch.empty_like(q)
+    lse = torch.empty(b, h, n, dtype=torch.float32, device="cuda")
+    fparams = flash_ladder.make_params(q, k, v, o, causal=causal, scale=scale, lse=lse)
+    try:
+        forward = ladder.best(fparams)
+    except flash_ladder.UnsupportedError as e:
+        print(f"  no forward rung takes the shape, no backward rung is timed: {e}")
+        kernels = []
+    else:
+        ladder.run(forward, fparams)
+        torch.cuda.synchronize()
+    dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
+    for number, name, _title in kernels:
+        bparams = flash_ladder.make_backward_params(q, k, v, o, lse, dout, dq, dk, dv,
+                                                    causal=causal, scale=scale)
+        try:
+            size = ladder.backward_workspace_size(number, bparams.fwd)
+        except flash_ladder.FlashLadderError as e:
+            print(f"  {name:<24} unsupported: {e}")
+            continue
+        if size > 0:
+            workspace = torch.empty(size, dtype=torch.uint8, device="cuda")
+            keep.append(workspace)
+            bparams.workspace, bparams.workspace_bytes = workspace.data_ptr(), size
+        ok, why = ladder.supports_backward(number, bparams)
+        if not ok:
+            print(f"  {name:<24} unsupported: {why}")
+            continue
+        for g in (dq, dk, dv):
+            g.fill_(float("nan"))  # poison: a gradient the rung does not write fails the check
+        run = functools.partial(ladder.run_backward, number, bparams)
+        ms, reps = timer.time(run)
+        torch.cuda.synchronize()
+        # The gradients of the last timed run are the ones checked.
+        row = add_row(name, ms, reps, (dq, dk, dv))
+        timed.append((row, run))
+
+    retime_rounds(args, timer, timed, f)
+    # Ratios to FA2 and cuDNN of the same shape and round: theirs ms / ours ms (> 1: faster).
+    by_impl = {r["impl"]: r for r in rows}
+    for r in rows:
+        for col, yardstick in (("ratio_fa2", "sdpa_flash"), ("ratio_cudnn", "sdpa_cudnn")):
+            if yardstick in by_impl:
+                r[col] = by_impl[yardstick]["ms"] / r["ms"]
+    del q, k, v, dout, o, lse, dq, dk, dv, ref32, flash_grads, keep
+    torch.cuda.empty_cache()
+    return rows
+
+
+def print_backward_table(rows):
+    ns = sorted({r["N"] for r in rows})
+    impls = sorted({r["impl"] for r in rows}, key=lambda s: (s.startswith("sdpa"), s))
+    cell = {(r["impl"], r["N"]): r for r in rows}
+    print("\nbackward TFLOP/s (x FA2, x cuDNN)")
+    print(f"{'':<24}" + "".join(f"{n:>24}" for n in ns))
+    for impl in impls:
+        line = f"{impl:<24}"
+        for n in ns:
+            r = cell.get((impl, n))
+            if r is None:
+                t = "-"
+            else:
+                ratios = ", ".join(f"{r[c]:.2f}" if c in r else "-"
+                                   for c in ("ratio_fa2", "ratio_cudnn"))
+                t = f"{r['tflops']:.1f} ({ratios})" + ("!" if r.get("ok") is False else "")
+            line += f"{t:>24}"
+        print(line)
+    if any(r.get("ok") is False for r in rows):
+        print("(! = gradient check failed)")
+
+
 def row_key(row):
     return tuple(row.get(k) for k in KEY_FIELDS)
+
+
+def write_results(path, rows, gpu, merge):
+    """rows into the JSON at path ({gpu, torch, date, rows}); with merge, into what is there,
+    replacing the rows of the same (impl, dtype, d, causal, B, H, N)."""
+    doc = {"gpu": gpu, "torch": torch.__version__, "rows": []}
+    if merge and os.path.exists(path):
+        with open(path) as fh:
+            doc = json.load(fh)
+        if doc.get("gpu") not in (None, gpu):
+            print(f"warning: merging {gpu} results into {path}, written on {doc['gpu']}")
+    new_keys = {row_key(r) for r in rows}
+    doc["rows"] = [r for r in doc.get("rows", []) if row_key(r) not in new_keys] + json_safe(rows)
+    doc["rows"].sort(key=lambda r: (r["dtype"], r["d"], r["causal"], r["N"],
+                                    r["impl"].startswith("sdpa"), r["impl"]))
+    doc.update(gpu=gpu, torch=torch.__version__,
+               date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
 
 
 def json_safe(rows):
@@ -380,6 +605,13 @@ def main():
     ap.add_argument("--merge", action="store_true",
                     help="merge into an existing --out, replacing rows with the same "
                          "(impl, dtype, d, causal, B, H, N)")
+    ap.add_argument("--op", choices=["forward", "backward", "both"], default="forward",
+                    help="time the forward (default), the backward, or both")
+    ap.add_argument("--backward-kernels", default="",
+                    help="comma-separated backward rung numbers or names (default: every "
+                         "backward rung built)")
+    ap.add_argument("--out-backward", default="",
+                    help="the backward's rows (default docs/results/<gpu-slug>_backward.json)")
     args = ap.parse_args()
     if args.rounds < 1:
         ap.error("--rounds must be >= 1")
@@ -394,34 +626,32 @@ def main():
 
     ladder = Ladder(args.lib)
     kernels = select_kernels(ladder, args.kernels)
+    backward_kernels = select_kernels(ladder, args.backward_kernels, ladder.backward_kernels,
+                                      "--backward-kernels")
     gpu = torch.cuda.get_device_name()
     out_path = args.out or os.path.join(REPO, "docs", "results", gpu_slug(gpu) + ".json")
-    print(f"GPU {gpu}, torch {torch.__version__}, kernels: {', '.join(k[1] for k in kernels)}")
+    out_backward = args.out_backward or os.path.join(REPO, "docs", "results",
+                                                     gpu_slug(gpu) + "_backward.json")
+    print(f"GPU {gpu}, torch {torch.__version__}, kernels: {', '.join(k[1] for k in kernels)}"
+          f"; backward rungs: {', '.join(k[1] for k in backward_kernels) or 'none'}")
 
     timer = Timer(args.warmup, args.repeats, args.max_seconds)
-    rows, too_slow, last_time = [], {}, {}
+    rows, backward_rows, too_slow, last_time = [], [], {}, {}
     for n in [int(x) for x in args.n.split(",") if x.strip()]:
-        rows += run_shape(args, ladder, kernels, timer, n, too_slow, last_time)
+        if args.op in ("forward", "both"):
+            rows += run_shape(args, ladder, kernels, timer, n, too_slow, last_time)
+        if args.op in ("backward", "both"):
+            backward_rows += run_shape_backward(args, ladder, backward_kernels, timer, n)
 
-    doc = {"gpu": gpu, "torch": torch.__version__, "rows": []}
-    if args.merge and os.path.exists(out_path):
-        with open(out_path) as fh:
-            doc = json.load(fh)
-        if doc.get("gpu") not in (None, gpu):
-            print(f"warning: merging {gpu} results into {out_path}, written on {doc['gpu']}")
-    new_keys = {row_key(r) for r in rows}
-    doc["rows"] = [r for r in doc.get("rows", []) if row_key(r) not in new_keys] + json_safe(rows)
-    doc["rows"].sort(key=lambda r: (r["dtype"], r["d"], r["causal"], r["N"],
-                                    r["impl"].startswith("sdpa"), r["impl"]))
-    doc.update(gpu=gpu, torch=torch.__version__,
-               date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
-    with open(out_path, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
-
-    print_table(rows)
-    print(f"\nwrote {len(rows)} rows to {out_path}")
+    if rows:
+        write_results(out_path, rows, gpu, args.merge)
+        print_table(rows)
+        print(f"\nwrote {len(rows)} rows to {out_path}")
+    if backward_rows:
+        write_results(out_backward, backward_rows, gpu, args.merge)
+        print_backward_table(backward_rows)
+        print(f"\nwrote {len(backward_rows)} backward rows to {out_backward}")
+    rows += backward_rows
     failed = [r for r in rows if r.get("ok") is False]
     if failed:
         print(f"{len(failed)} rows FAILED the output check: "
