@@ -10,6 +10,13 @@
 // 4 B H Nq Nk d, halved when causal, whatever the input type),
 // AI_tile and AI_min (FLOP/byte, docs/methodology.md), and the shape.
 //
+// The backward rungs (29 on) get rows of their own on the same shapes in the 16-bit types,
+// named ladder_bwd/...: verified once by the gradients' pass rule (fl::verify_backward), each
+// iteration one whole backward call (pre-pass, main kernel, conversion) with the L2 flushed
+// before it, the gradients checked again after timing. Their TFLOPS counter is at
+// fl::backward_flops (2.5 times the forward's FLOPs, halved when causal); counter backward = 1
+// (0 on the forward's rows), no AI counters (the tile model is the forward's).
+//
 // Ladder flags (parsed before Google Benchmark's own):
 //   --ladder_kernels=LIST   kernel numbers (default: all)
 //   --ladder_n=LIST         sequence lengths (default 512,...,16384; B = 16 up to 4096, 8 at
@@ -24,6 +31,7 @@
 //   --ladder_causal=0,1     (default 0)
 //   --ladder_max_seconds=S  skip a (kernel, shape) whose predicted single run exceeds S seconds
 //                           (predicted from the same kernel's previous, smaller shape; 0 = off)
+//   --ladder_op=forward|backward|both  the rows to register (default both)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -62,6 +70,7 @@ struct Flags {
   bool e4m3_listed = false;  // e4m3 named in --ladder_dtype
   std::vector<bool> causal = {false};
   double max_seconds = 0;
+  bool forward = true, backward = true;  // --ladder_op
 };
 
 // Removes the --ladder_* flags from argv so that Google Benchmark sees only its own.
@@ -100,6 +109,15 @@ Flags parse_flags(int* argc, char** argv) {
       for (auto& x : split(v)) f.causal.push_back(x == "1");
     } else if (const char* v = value("--ladder_max_seconds")) {
       f.max_seconds = std::stod(v);
+    } else if (const char* v = value("--ladder_op")) {
+      const std::string op = v;
+      if (op != "forward" && op != "backward" && op != "both") {
+        std::fprintf(stderr,
+                     "ladder_bench: --ladder_op takes forward, backward or both, got '%s'\n", v);
+        std::exit(1);
+      }
+      f.forward = op != "backward";
+      f.backward = op != "forward";
     } else {
       argv[out++] = argv[i];
     }
@@ -194,11 +212,90 @@ void run_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemS
   state.counters["N"] = static_cast<double>(p.seqlen_q);
   state.counters["d"] = static_cast<double>(p.head_dim);
   state.counters["causal"] = p.causal ? 1 : 0;
+  state.counters["backward"] = 0;
   std::string label = fl::to_string(p.dtype);
   if (p.dtype == fl::DType::e4m3 && p.out_dtype != fl::DType::f16) {
     label += std::string(" O=") + fl::to_string(p.out_dtype);
   }
   state.SetLabel(label);
+}
+
+// The backward's problem and references, one shape at a time, as Cache for the forward.
+struct BwdCache {
+  std::string key;
+  std::unique_ptr<fl::BwdProblem> problem;
+  std::unique_ptr<fl::BwdReference> reference;
+  std::set<std::string> verified;     // kernel names verified on this shape
+  std::map<int, double> last_tflops;  // kernel number -> TFLOP/s at its last shape
+};
+BwdCache& bwd_cache() {
+  static BwdCache c;
+  return c;
+}
+
+void run_backward_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemSpec spec,
+                      double max_seconds) {
+  BwdCache& c = bwd_cache();
+  const std::string key = spec.describe();
+  if (c.key != key) {
+    c.reference.reset();
+    c.problem.reset();
+    c.problem = std::make_unique<fl::BwdProblem>(spec, cublas());
+    c.reference = std::make_unique<fl::BwdReference>(*c.problem, cublas());
+    c.key = key;
+    c.verified.clear();
+  }
+  fl::BwdProblem& problem = *c.problem;
+  const double flops = fl::backward_flops(problem.params().fwd);
+
+  if (max_seconds > 0 && c.last_tflops.count(kernel->number) &&
+      flops / (c.last_tflops[kernel->number] * 1e12) > max_seconds) {
+    state.SkipWithError("skipped: predicted run time above --ladder_max_seconds");
+    return;
+  }
+  problem.prepare_workspace(*kernel);  // allocated here, outside the timed loop
+  const fl::BwdParams& b = problem.params();
+  if (c.verified.count(kernel->name()) == 0) {
+    const fl::BwdVerdict v = fl::verify_backward(*kernel, problem, *c.reference);
+    if (!v.passed) {
+      state.SkipWithError(("verification failed: " + v.why).c_str());
+      return;
+    }
+    c.verified.insert(kernel->name());
+    fl::run_backward(*kernel, b);  // warm-up
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  fl::EventTimer timer;
+  double total_s = 0;
+  int64_t runs = 0;
+  for (auto _ : state) {
+    const double s = fl::time_backward_ms(*kernel, problem, timer, flusher()) * 1e-3;
+    state.SetIterationTime(s);
+    total_s += s;
+    ++runs;
+  }
+  std::string after;
+  for (fl::Grad g : fl::kAllGrads) {
+    const fl::ErrorStats e = fl::compare_gradient(b, g, problem.grad(g), c.reference->grad32(g));
+    after += fl::gradient_failures(b, g, e, fl::pass_tolerance(c.reference->lowp_err(g)));
+  }
+  if (!after.empty()) {
+    state.SkipWithError(("gradients wrong after the timed runs: " + after).c_str());
+    return;
+  }
+  const double tflops = flops * static_cast<double>(runs) / total_s / 1e12;
+  c.last_tflops[kernel->number] = tflops;
+  const fl::AttnParams& p = b.fwd;
+  state.counters["TFLOPS"] = tflops;
+  state.counters["kernel"] = kernel->number;
+  state.counters["B"] = static_cast<double>(p.batch);
+  state.counters["H"] = static_cast<double>(p.heads_q);
+  state.counters["N"] = static_cast<double>(p.seqlen_q);
+  state.counters["d"] = static_cast<double>(p.head_dim);
+  state.counters["causal"] = p.causal ? 1 : 0;
+  state.counters["backward"] = 1;
+  state.SetLabel(std::string(fl::to_string(p.dtype)) + " backward");
 }
 
 // The name's type part: "fp16", "bf16", "e4m3" (O fp16), "e4m3-bf16" (O bf16).
@@ -221,14 +318,16 @@ int main(int argc, char** argv) {
   }
   benchmark::AddCustomContext("gpu", fl::device_name());
 
-  std::vector<const fl::KernelInfo*> kernels;
-  for (const fl::KernelInfo* k : fl::forward_kernels()) {
-    if (flags.kernels.empty() ||
-        std::find_if(flags.kernels.begin(), flags.kernels.end(), [&](const std::string& s) {
-          return fl::find_kernel(s) == k;
-        }) != flags.kernels.end()) {
-      kernels.push_back(k);
-    }
+  auto selected = [&](const fl::KernelInfo* k) {
+    return flags.kernels.empty() ||
+           std::find_if(flags.kernels.begin(), flags.kernels.end(), [&](const std::string& s) {
+             return fl::find_kernel(s) == k;
+           }) != flags.kernels.end();
+  };
+  std::vector<const fl::KernelInfo*> kernels, backward_kernels;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->op == fl::Op::forward && flags.forward && selected(k)) kernels.push_back(k);
+    if (k->op == fl::Op::backward && flags.backward && selected(k)) backward_kernels.push_back(k);
   }
   // Shape-major order, so that each shape's inputs and references are built once.
   for (fl::DType dtype : flags.dtypes) {
@@ -268,6 +367,23 @@ int main(int argc, char** argv) {
                   ->Repetitions(3)
                   ->ReportAggregatesOnly(true);
             }
+          }
+          // The backward rungs on the same shape (16-bit inputs only), after the forward's.
+          if (dtype == fl::DType::e4m3) continue;
+          for (const fl::KernelInfo* k : backward_kernels) {
+            if (!fl::why_unsupported_backward(*k, fl::placeholder_bwd_params(spec, *k)).empty()) {
+              continue;
+            }
+            std::ostringstream name;
+            name << "ladder_bwd/" << k->name() << "/" << type_part(spec) << "/d" << d
+                 << (causal ? "/causal" : "") << "/N" << n << "/B" << spec.batch;
+            benchmark::RegisterBenchmark(name.str().c_str(), run_backward_one, k, spec,
+                                         flags.max_seconds)
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->MinTime(0.2)
+                ->Repetitions(3)
+                ->ReportAggregatesOnly(true);
           }
         }
       }

@@ -7,6 +7,7 @@
 //   ./build/ladder --q q.npy --k k.npy --v v.npy --kernel 1 --o o.npy
 //   ./build/ladder --list                  the kernels this build has
 //   ./build/ladder --kernel 28 --dtype e4m3 --out-dtype bf16 --descale head
+//   ./build/ladder --op backward           the backward rungs alone (dQ, dK, dV)
 //
 // Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (28) e4m3
 // inputs only (O in fp16 or bf16, --out-dtype). With no --kernel, or with no --dtype, each kernel
@@ -15,6 +16,14 @@
 // --out-dtype), so that the table has a row for every rung; an fp8 rung's row says [e4m3]. With
 // both --kernel and --dtype, every kernel named runs the type given (and one that does not take
 // it is reported as skipped, with the rule).
+//
+// The backward (--op backward or both, the default): after the forward's table, a table of the
+// backward rungs (29 on) on the same shape in its 16-bit type: each verified by the gradients'
+// pass rule (fl::verify_backward: dQ, dK, dV each within twice its low-precision reference's
+// error of the fp32 one), then timed as a whole call (pre-pass, main kernel, conversion), its
+// TFLOP/s at fl::backward_flops (2.5 times the forward's FLOPs). A named kernel goes to the
+// table of its op; --op forward or backward leaves the other table out (a kernel named of the
+// op left out is an error). --list lists the forward rungs, or those of --op when it is given.
 //
 // Exit status: 0 when every kernel that ran passed, 1 when one failed, an explicitly named kernel
 // refused the shape, or an argument was bad, 2 when there is no GPU.
@@ -46,6 +55,8 @@ struct Options {
   std::string q_path, k_path, v_path, o_path;
   bool o_fp16 = false;
   bool dtype_set = false, out_dtype_set = false;
+  bool forward = true, backward = true;  // --op
+  bool op_set = false;
 };
 
 void usage() {
@@ -54,7 +65,10 @@ void usage() {
       "  --kernel K       kernel number or name (repeat or comma-separate; default: all), or\n"
       "                   best: the fastest kernel that can run the shape on this GPU (the\n"
       "                   highest-numbered one that can)\n"
-      "  --list           list the kernels of this build and exit\n"
+      "  --list           list the kernels of this build and exit (the forward rungs, or\n"
+      "                   those of --op when it is given)\n"
+      "  --op forward|backward|both  the tables to make (default both: the backward rungs'\n"
+      "                   after the forward's)\n"
       "  --batch B        (default 8)      --heads H   (default 16)   --heads-kv H_kv\n"
       "  --n N            sets Nq = Nk (default 2048)   --nq Nq   --nk Nk\n"
       "  --d D            head dimension (default 128)\n"
@@ -99,6 +113,16 @@ bool parse(int argc, char** argv, Options& o) {
       while (std::getline(ss, item, ',')) o.kernels.push_back(item);
     } else if (a == "--list") {
       o.list = true;
+    } else if (a == "--op") {
+      const std::string t = need(i);
+      if (t != "forward" && t != "backward" && t != "both") {
+        std::fprintf(stderr, "ladder: --op must be forward, backward or both, got '%s'\n",
+                     t.c_str());
+        return false;
+      }
+      o.forward = t != "backward";
+      o.backward = t != "forward";
+      o.op_set = true;
     } else if (a == "--batch") {
       o.spec.batch = to_int("--batch", need(i));
     } else if (a == "--heads") {
@@ -255,56 +279,18 @@ std::string fmt(double x, int precision = 1) {
   return b;
 }
 
-}  // namespace
+// Q, K, V read from .npy files (--q, --k, --v), for both tables.
+struct Inputs {
+  bool from_files = false;
+  fl::npy::Array q, k, v;
+};
 
-int main(int argc, char** argv) {
-  Options opt;
-  if (!parse(argc, argv, opt)) return 1;
-
-  if (opt.list) {
-    for (const KernelInfo* k : fl::forward_kernels()) {
-      std::printf("%-22s %s\n", k->name().c_str(), k->title);
-    }
-    return 0;
-  }
-
-  // A shape that no kernel can run (a size < 1, H_q not a multiple of H_kv, a bad scale) is
-  // refused here, on any machine, with the rule it breaks.
-  const std::string bad_shape = fl::check_shape(opt.spec.params());
-  if (!bad_shape.empty()) {
-    std::fprintf(stderr, "ladder: %s: %s\n", opt.spec.describe().c_str(), bad_shape.c_str());
-    return 1;
-  }
-
-  std::string why_no_gpu;
-  if (!fl::gpu_available(&why_no_gpu)) {
-    std::fprintf(stderr, "ladder: %s. The kernels need an NVIDIA GPU (sm_80 or newer).\n",
-                 why_no_gpu.c_str());
-    return 2;
-  }
-
-  std::vector<const KernelInfo*> kernels;
-  if (opt.kernels.empty()) {
-    kernels = fl::forward_kernels();
-  } else {
-    for (const std::string& key : opt.kernels) {
-      if (key == "best") {  // resolved below, once the problem's tensors exist
-        kernels.push_back(nullptr);
-        continue;
-      }
-      const KernelInfo* k = fl::find_kernel(key);
-      if (k == nullptr) {
-        std::fprintf(stderr, "ladder: no kernel '%s' in this build (see --list)\n", key.c_str());
-        return 1;
-      }
-      kernels.push_back(k);
-    }
-  }
-  const bool explicit_kernels = !opt.kernels.empty();
-
+// The forward's table over `kernels` (nullptr: best); the exit status.
+int forward_table(Options& opt, std::vector<const KernelInfo*> kernels, bool explicit_kernels,
+                  const Inputs& in) {
   try {
-    fl::npy::Array nq, nk, nv;
-    const bool from_files = load_inputs(opt, nq, nk, nv);
+    const fl::npy::Array &nq = in.q, &nk = in.k, &nv = in.v;
+    const bool from_files = in.from_files;
     // Each kernel in the type it takes, unless both the kernels and the type were named.
     const bool by_kernel_type = !explicit_kernels || !opt.dtype_set;
     const Specs specs = both_types(opt);
@@ -447,4 +433,207 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ladder: %s\n", e.what());
     return 1;
   }
+}
+
+struct BwdRow {
+  const KernelInfo* kernel;
+  std::string status;  // "pass", "FAIL", "skip", "timed"
+  std::string note;
+  double ms = 0, tflops = 0;
+  double err_over_tol[fl::kGrads] = {0, 0, 0};  // max error / tolerance, per gradient
+};
+
+// The backward's table over `kernels` (nullptr: best) on the shape in its 16-bit type; the exit
+// status.
+int backward_table(const Options& opt, std::vector<const KernelInfo*> kernels,
+                   bool explicit_kernels, const Inputs& in) {
+  // The backward takes fp16 and bf16: the shape in the 16-bit type of the forward's rungs,
+  // unless both the kernels and e4m3 were named (then every row is refused with the rule).
+  const bool e4m3_named = explicit_kernels && opt.dtype_set && opt.spec.dtype == fl::DType::e4m3;
+  const fl::ProblemSpec spec = e4m3_named ? opt.spec : both_types(opt).b16;
+  try {
+    fl::CublasHandle cublas;
+    std::unique_ptr<fl::BwdProblem> problem;
+    std::unique_ptr<fl::BwdReference> reference;
+    if (!e4m3_named) {
+      problem = std::make_unique<fl::BwdProblem>(spec, cublas);
+      if (in.from_files) problem->set_inputs(in.q.data.data(), in.k.data.data(), in.v.data.data(),
+                                             cublas);
+    }
+    std::printf("\nbackward: %s on %s\n", spec.describe().c_str(), fl::device_name().c_str());
+    for (const KernelInfo*& k : kernels) {
+      if (k != nullptr) continue;
+      std::string why = "the backward takes fp16 and bf16 inputs (got e4m3)";
+      k = problem != nullptr ? fl::best_backward_kernel(problem->params(), &why) : nullptr;
+      if (k == nullptr) {
+        std::fprintf(stderr, "ladder: best backward: %s\n", why.c_str());
+        return 1;
+      }
+      std::printf("best backward: %s\n", k->name().c_str());
+    }
+    if (opt.verify && problem != nullptr) {
+      reference = std::make_unique<fl::BwdReference>(*problem, cublas);
+    }
+
+    fl::EventTimer timer;
+    fl::L2Flusher flusher;
+    std::vector<BwdRow> rows;
+    bool failed = false;
+    for (const KernelInfo* k : kernels) {
+      BwdRow row{k, "", ""};
+      // Decided on placeholder pointers first, so that no workspace is sized for a refused rung.
+      const std::string why =
+          fl::why_unsupported_backward(*k, fl::placeholder_bwd_params(spec, *k));
+      if (!why.empty()) {
+        row.status = "skip";
+        row.note = why;
+        rows.push_back(row);
+        if (explicit_kernels) failed = true;
+        continue;
+      }
+      problem->prepare_workspace(*k);  // allocated here, never inside the timed runs
+      const fl::BwdParams& b = problem->params();
+      fl::BwdVerdict verdict;
+      if (opt.verify) {
+        verdict = fl::verify_backward(*k, *problem, *reference);
+        for (fl::Grad g : fl::kAllGrads) {
+          const fl::GradVerdict& v = verdict[g];
+          row.err_over_tol[static_cast<int>(g)] = v.err.max_abs_err / v.tolerance;
+        }
+      }
+      // Warm-up, then timed calls (each a whole backward) with the L2 flushed before each; median.
+      for (int i = 0; i < opt.warmup; ++i) fl::run_backward(*k, b);
+      std::vector<float> times;
+      for (int i = 0; i < opt.repeats; ++i) {
+        times.push_back(fl::time_backward_ms(*k, *problem, timer, flusher));
+        if (times.back() > 2000.f && i >= 2) break;  // a slow rung: three repeats are enough
+      }
+      std::sort(times.begin(), times.end());
+      row.ms = times[times.size() / 2];
+      row.tflops = fl::backward_flops(b.fwd) / (row.ms * 1e-3) / 1e12;
+      if (opt.verify) {
+        // The gradients left by the timed runs are checked again, by the same rule.
+        std::string after;
+        for (fl::Grad g : fl::kAllGrads) {
+          const fl::ErrorStats e =
+              fl::compare_gradient(b, g, problem->grad(g), reference->grad32(g));
+          after += fl::gradient_failures(b, g, e, verdict[g].tolerance);
+        }
+        if (!verdict.passed) {
+          row.status = "FAIL";
+          row.note = verdict.why;
+        } else if (!after.empty()) {
+          row.status = "FAIL";
+          row.note = "gradients wrong after the timed runs: " + after;
+        } else {
+          row.status = "pass";
+        }
+        if (row.status == "FAIL") failed = true;
+      } else {
+        row.status = "timed";
+      }
+      rows.push_back(row);
+    }
+
+    // The table: TFLOP/s at the backward's FLOPs, % of the backward rung before, each gradient's
+    // max error over its tolerance (the pass rule holds at <= 1).
+    std::printf("\n%-20s %9s %9s %8s %10s %10s %10s  %s\n", "kernel", "ms", "TFLOP/s", "%prev",
+                "dQ err/tol", "dK err/tol", "dV err/tol", "check");
+    double prev = 0;
+    for (const BwdRow& r : rows) {
+      if (r.status == "skip") {
+        std::printf("%-20s %s\n", r.kernel->name().c_str(), ("skipped: " + r.note).c_str());
+        continue;
+      }
+      const std::string pct_prev = prev > 0 ? fmt(100.0 * r.tflops / prev) : "-";
+      std::printf("%-20s %9.3f %9.2f %8s %10.2f %10.2f %10.2f  %s%s%s\n",
+                  r.kernel->name().c_str(), r.ms, r.tflops, pct_prev.c_str(), r.err_over_tol[0],
+                  r.err_over_tol[1], r.err_over_tol[2], r.status.c_str(),
+                  r.note.empty() ? "" : ": ", r.note.c_str());
+      prev = r.tflops;
+    }
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ladder: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (!parse(argc, argv, opt)) return 1;
+
+  if (opt.list) {
+    // The forward rungs (scripts count these lines), or the rungs of the --op given.
+    const bool forward = !opt.op_set || opt.forward, backward = opt.op_set && opt.backward;
+    for (const KernelInfo* k : fl::all_kernels()) {
+      if (k->op == fl::Op::forward ? forward : backward) {
+        std::printf("%-22s %s\n", k->name().c_str(), k->title);
+      }
+    }
+    return 0;
+  }
+
+  // A shape that no kernel can run (a size < 1, H_q not a multiple of H_kv, a bad scale) is
+  // refused here, on any machine, with the rule it breaks.
+  const std::string bad_shape = fl::check_shape(opt.spec.params());
+  if (!bad_shape.empty()) {
+    std::fprintf(stderr, "ladder: %s: %s\n", opt.spec.describe().c_str(), bad_shape.c_str());
+    return 1;
+  }
+
+  std::string why_no_gpu;
+  if (!fl::gpu_available(&why_no_gpu)) {
+    std::fprintf(stderr, "ladder: %s. The kernels need an NVIDIA GPU (sm_80 or newer).\n",
+                 why_no_gpu.c_str());
+    return 2;
+  }
+
+  // The kernels of each table: a named kernel goes to the table of its op.
+  std::vector<const KernelInfo*> forward, backward;
+  if (opt.kernels.empty()) {
+    if (opt.forward) forward = fl::forward_kernels();
+    if (opt.backward) backward = fl::backward_kernels();
+  } else {
+    for (const std::string& key : opt.kernels) {
+      if (key == "best") {  // resolved below, once the problem's tensors exist
+        if (opt.forward) forward.push_back(nullptr);
+        // The backward's best too, where the build has backward rungs (or it was asked for).
+        if (opt.backward && (!fl::backward_kernels().empty() || opt.op_set)) {
+          backward.push_back(nullptr);
+        }
+        continue;
+      }
+      const KernelInfo* k = fl::find_kernel(key);
+      if (k == nullptr) {
+        std::fprintf(stderr, "ladder: no kernel '%s' in this build (see --list)\n", key.c_str());
+        return 1;
+      }
+      const bool is_forward = k->op == fl::Op::forward;
+      if (is_forward ? !opt.forward : !opt.backward) {
+        std::fprintf(stderr, "ladder: kernel %s is a %s rung, and --op leaves the %s out\n",
+                     k->name().c_str(), is_forward ? "forward" : "backward",
+                     is_forward ? "forward" : "backward");
+        return 1;
+      }
+      (is_forward ? forward : backward).push_back(k);
+    }
+  }
+  const bool explicit_kernels = !opt.kernels.empty();
+
+  Inputs in;
+  try {
+    in.from_files = load_inputs(opt, in.q, in.k, in.v);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ladder: %s\n", e.what());
+    return 1;
+  }
+  int status = 0;
+  if (!forward.empty()) status = forward_table(opt, forward, explicit_kernels, in);
+  if (!backward.empty()) {
+    status = std::max(status, backward_table(opt, backward, explicit_kernels, in));
+  }
+  return status;
 }
