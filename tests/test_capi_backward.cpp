@@ -391,9 +391,15 @@ TEST(CApiBackward, EveryRuleRefusedNamingTheKernelAndTheRule) {
       {"no scale", "softmax_scale", [](fl::BwdParams& b, Buffers&) { b.fwd.softmax_scale = 0; }},
   };
   for (const fl::KernelInfo* k : backward_rungs()) {
+    // Every backward rung takes the base call (the narrowest contract's): each case breaks one
+    // rule of it.
+    const std::string base_why = fl::why_unsupported_backward(*k, base_params(buffers));
+    if (!base_why.empty()) {
+      ADD_FAILURE() << k->name() << " refuses the base call: " << base_why;
+      continue;
+    }
     for (const Case& c : shared) {
       fl::BwdParams b = base_params(buffers);
-      ASSERT_EQ(fl::why_unsupported_backward(*k, b), "") << k->name() << " refuses the base";
       c.apply(b, buffers);
       expect_refused(*k, b, c.rule, buffers, c.name);
     }
