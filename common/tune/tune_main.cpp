@@ -50,6 +50,8 @@ const std::vector<const KernelInfo*>& all_kernels() {
   static const std::vector<const KernelInfo*> none;
   return none;
 }
+const std::vector<const KernelInfo*>& forward_kernels() { return all_kernels(); }
+const std::vector<const KernelInfo*>& backward_kernels() { return all_kernels(); }
 }  // namespace fl
 
 namespace {
