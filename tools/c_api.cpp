@@ -100,17 +100,6 @@ fl::BwdParams stand_in_backward(const fl::AttnParams& sizes) {
   return b;
 }
 
-// The call fl::best_backward_kernel judges: b with a workspace present where there is none yet.
-// The choice leaves the workspace's size out (the caller sizes it for the rung chosen), and a
-// caller asks before it has one: a null workspace must not count against every rung (the
-// registry judges the choice with the size set to the most there is, and a null pointer with a
-// size > 0 breaks check_backward's rule).
-fl::BwdParams for_the_choice(fl::BwdParams b) {
-  alignas(256) static unsigned char stand_in[256];
-  if (b.workspace == nullptr) b.workspace = stand_in;
-  return b;
-}
-
 const fl::KernelInfo* kernel_at(int index) {
   const auto& kernels = fl::all_kernels();
   if (index < 0 || index >= static_cast<int>(kernels.size())) return nullptr;
@@ -282,7 +271,7 @@ FL_API int fl_best_backward_kernel(const fl_backward_params* c, char* why, size_
       write_message(why, why_len, reason);
       return -1;
     }
-    const fl::KernelInfo* kernel = fl::best_backward_kernel(for_the_choice(b), &reason);
+    const fl::KernelInfo* kernel = fl::best_backward_kernel(b, &reason);
     if (kernel != nullptr) return kernel->number;
     write_message(why, why_len, reason);
   } catch (const std::exception& e) {
