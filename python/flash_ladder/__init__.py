@@ -5,8 +5,8 @@
 
 attention() is a torch.library custom op (flash_ladder::attention) with a fake implementation, so
 torch.compile traces through it, and differentiable: its backward is the op
-flash_ladder::attention_backward, which runs a backward rung (29 and up). It calls libflash_ladder.so (tools/fl_api.h) through ctypes: no
-build against torch. The library is looked for in $FLASH_LADDER_LIB, next to the package, in the
+flash_ladder::attention_backward, which runs a backward rung (29 and up). It calls
+libflash_ladder.so (tools/fl_api.h) through ctypes: no build against torch. The library is looked for in $FLASH_LADDER_LIB, next to the package, in the
 build/ folder of the checkout, in ./build, then by the dynamic loader (flash_ladder.find_library).
 
 Without torch the package imports all the same: the library, its kernels and the C struct work,
@@ -20,8 +20,8 @@ from ._capi import (ENV_VAR, LIB_NAME, BackwardParams, CudaError, FlashLadderErr
 
 __version__ = "0.1.0"
 
-__all__ = ["attention", "kernels", "backward_kernels", "load_library", "find_library", "candidate_paths",
-           "best_kernel", "Library", "Kernel", "Params", "BackwardParams", "FlashLadderError",
+__all__ = ["attention", "kernels", "backward_kernels", "load_library", "find_library",
+           "candidate_paths", "best_kernel", "Library", "Kernel", "Params", "BackwardParams", "FlashLadderError",
            "UnsupportedError", "CudaError", "NoSuchKernelError", "LibraryNotFoundError", "ENV_VAR",
            "LIB_NAME", "make_params", "make_backward_params"]
 
