@@ -20,4 +20,16 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
                : "memory");
 }
 
+// stmatrix.sync.aligned.m8n8.x4.trans.shared.b16: the same registers, each matrix stored
+// transposed: register ri's pair (row l / 4, columns 2 (l % 4), + 1 of matrix i) lands in rows
+// 2 (l % 4) and 2 (l % 4) + 1, column l / 4; lane l gives the address of row l % 8 of the stored
+// (transposed) matrix l / 8. An accumulator held as keys x queries is stored queries x keys.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1,
+                                                  uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   addr),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
 }  // namespace fl::ptx
