@@ -75,13 +75,12 @@ constexpr int kBr = 64;        // queries per tile of the inner loop (the N of S
 constexpr int kBc = 128;       // keys per block: 64 a warpgroup
 constexpr int kThreads = 256;  // two warpgroups
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr uint32_t kQTile = kBr * kD * 2, kKTile = kBc * kD * 2, kRowBytes = kBr * 4;
-constexpr int kSmemBytes = 2 * kKTile + 4 * kQTile + kBr * kBc * 2 + 4 * kRowBytes + 1024;
+constexpr int kT = kThreads;
+constexpr uint32_t kTileBytes = kBr * kD * 2, kKTile = kBc * kD * 2, kRowBytes = kBr * 4;
+constexpr int kSmemBytes = 2 * kKTile + 4 * kTileBytes + kBr * kBc * 2 + 4 * kRowBytes + 1024;
 
 int64_t round256(int64_t n) { return (n + 255) / 256 * 256; }
-__host__ __device__ inline int64_t padded_rows(const AttnParams& p) {
-  return (p.seqlen_q + kBr - 1) / kBr * kBr;
-}
+__host__ __device__ inline int64_t padded_rows(const AttnParams& p) { return (p.seqlen_q + kBr - 1) / kBr * kBr; }
 int64_t dq_acc_bytes(const AttnParams& p) {
   return round256(p.batch * p.heads_q * padded_rows(p) * p.head_dim * 4);
 }
@@ -148,12 +147,12 @@ __global__ void __launch_bounds__(128) convert_dq(BwdParams b, const float* dq_a
 // t % 16 of row t / 16 (chunk c is chunk c % 8 of column block c / 8, stored at (c % 8) ^ (r % 8)),
 // then the same chunk 16 rows further down. Rows >= `valid` are zero-filled (0 source bytes, read
 // from row 0: an address inside the tensor).
-template <typename T, int kRows>
+template <typename T, int kRows, int kHeadDim, int kThreadCount>
 __device__ __forceinline__ void copy_tile(uint32_t dst, const T* src, int64_t stride,
                                           int64_t valid) {
-  const int r0 = threadIdx.x / 16, c = threadIdx.x % 16;
+  const int r0 = threadIdx.x / (kHeadDim / 8), c = threadIdx.x % (kHeadDim / 8);
 #pragma unroll
-  for (int r = r0; r < kRows; r += kThreads / 16) {
+  for (int r = r0; r < kRows; r += kThreadCount / (kHeadDim / 8)) {
     const bool in = r < valid;
     ptx::cp_async::copy_16(dst + gmma::sw128_offset(r, 8 * c, kRows), src + (in ? r * stride : 0) + 8 * c,
                            in ? 16 : 0);
@@ -175,8 +174,8 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_main(BwdParams b, const float
   // The 128-byte swizzle repeats every 1024 bytes and the descriptors assume it starts there.
   const uint32_t base = ptx::smem_addr(smem_raw);
   const uint32_t pad = (1024 - base % 1024) % 1024;
-  const uint32_t aK = base + pad, aV = aK + kKTile, aQ = aV + kKTile, adO = aQ + 2 * kQTile;
-  const uint32_t adS = adO + 2 * kQTile, aL = adS + kBr * kBc * 2, aD = aL + 2 * kRowBytes;
+  const uint32_t aK = base + pad, aV = aK + kKTile, aQ = aV + kKTile, adO = aQ + 2 * kTileBytes;
+  const uint32_t adS = adO + 2 * kTileBytes, aL = adS + kBr * kBc * 2, aD = aL + 2 * kRowBytes;
   const float* sL = reinterpret_cast<const float*>(smem_raw + pad + (aL - aK));
   const float* sD = reinterpret_cast<const float*>(smem_raw + pad + (aD - aK));
 
@@ -195,25 +194,25 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_main(BwdParams b, const float
 
   auto issue = [&](int64_t h, int64_t q0, uint32_t st) {
     const int64_t valid = p.seqlen_q - q0;
-    copy_tile<T, kBr>(aQ + st * kQTile,
-                      static_cast<const T*>(p.q) + bi * p.q_stride.batch + h * p.q_stride.head +
-                          q0 * p.q_stride.row,
-                      p.q_stride.row, valid);
-    copy_tile<T, kBr>(adO + st * kQTile,
-                      static_cast<const T*>(b.dout) + bi * b.do_stride.batch +
-                          h * b.do_stride.head + q0 * b.do_stride.row,
-                      b.do_stride.row, valid);
+    copy_tile<T, kBr, kD, kT>(aQ + st * kTileBytes,
+                              static_cast<const T*>(p.q) + bi * p.q_stride.batch +
+                                  h * p.q_stride.head + q0 * p.q_stride.row,
+                              p.q_stride.row, valid);
+    copy_tile<T, kBr, kD, kT>(adO + st * kTileBytes,
+                              static_cast<const T*>(b.dout) + bi * b.do_stride.batch +
+                                  h * b.do_stride.head + q0 * b.do_stride.row,
+                              b.do_stride.row, valid);
     const int64_t row0 = (bi * p.heads_q + h) * rows_pad + q0;
     copy_row(aL + st * kRowBytes, l_in + row0, 0);
     copy_row(aD + st * kRowBytes, d_in + row0, 32);
   };
   const int64_t keys = p.seqlen_k - k0;
-  copy_tile<T, kBc>(aK, static_cast<const T*>(p.k) + bi * p.k_stride.batch + hk * p.k_stride.head +
-                            k0 * p.k_stride.row,
-                    p.k_stride.row, keys);
-  copy_tile<T, kBc>(aV, static_cast<const T*>(p.v) + bi * p.v_stride.batch + hk * p.v_stride.head +
-                            k0 * p.v_stride.row,
-                    p.v_stride.row, keys);
+  copy_tile<T, kBc, kD, kT>(aK, static_cast<const T*>(p.k) + bi * p.k_stride.batch +
+                                    hk * p.k_stride.head + k0 * p.k_stride.row,
+                            p.k_stride.row, keys);
+  copy_tile<T, kBc, kD, kT>(aV, static_cast<const T*>(p.v) + bi * p.v_stride.batch +
+                                    hk * p.v_stride.head + k0 * p.v_stride.row,
+                            p.v_stride.row, keys);
   if (steps > 0) issue(group * hk, t0 * kBr, 0);
   ptx::cp_async::commit_group();  // group 0: K, V and step 0
 
@@ -242,7 +241,7 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_main(BwdParams b, const float
       issue(h_next, q_next, st ^ 1);
       ptx::cp_async::commit_group();
     }
-    const uint32_t aQs = aQ + st * kQTile, adOs = adO + st * kQTile;
+    const uint32_t aQs = aQ + st * kTileBytes, adOs = adO + st * kTileBytes;
     const float* sLs = sL + st * kBr;
     const float* sDs = sD + st * kBr;
 
@@ -305,12 +304,12 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_main(BwdParams b, const float
 #pragma unroll
     for (int j = 0; j < kBr / 16; ++j) {
       ptx::wgmma::Wgmma<T, kD>::template rs<1>(
-          dv, rp[j], gmma::advance(gmma::mnmajor_sw128(adOs, kQTile / 2), j * 16 * 128), 1);
+          dv, rp[j], gmma::advance(gmma::mnmajor_sw128(adOs, kTileBytes / 2), j * 16 * 128), 1);
     }
 #pragma unroll
     for (int j = 0; j < kBr / 16; ++j) {
       ptx::wgmma::Wgmma<T, kD>::template rs<1>(
-          dk, rds[j], gmma::advance(gmma::mnmajor_sw128(aQs, kQTile / 2), j * 16 * 128), 1);
+          dk, rds[j], gmma::advance(gmma::mnmajor_sw128(aQs, kTileBytes / 2), j * 16 * 128), 1);
     }
     ptx::wgmma::commit_group();
 

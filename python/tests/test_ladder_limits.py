@@ -3,9 +3,9 @@ differs from the rung before by about 350 lines at most, comments and blank line
 banner is at most 25 lines; its page at most about 350; no code comment names a device run; the
 tracked tree stays small. CPU only: the files are read as text.
 
-"The rung before" is the one before in the rung's own track: the backward rungs
-(FL_SM80_BACKWARD_RUNGS in CMakeLists.txt, 29 on) are compared with each other, 30 with 29 and 31
-with 30; the first of them (29) starts its track, as rung 00 does, and has no diff limit."""
+"The rung before" is the one before in the rung's own track: the backward rungs (those that
+register Op::backward, 29 on) are compared with each other, 30 with 29, 31 with 30 and so on; the
+first of them (29) starts its track, as rung 00 does, and has no diff limit."""
 import difflib
 import glob
 import os
@@ -26,10 +26,15 @@ MAX_TREE_BYTES = 8 * 1024 * 1024
 
 
 def backward_rungs():
-    """The numbers of the backward track, as the top-level CMakeLists.txt lists them."""
-    with open(os.path.join(_setup.REPO, "CMakeLists.txt"), encoding="utf-8") as f:
-        m = re.search(r"^set\(FL_SM80_BACKWARD_RUNGS ([0-9 ]+)\)", f.read(), re.M)
-    return {int(n) for n in m.group(1).split()} if m else set()
+    """The numbers of the backward track: the rungs whose registration says Op::backward (the
+    mma.sync ones, FL_SM80_BACKWARD_RUNGS in CMakeLists.txt, and the Hopper ones after them)."""
+    found = set()
+    for folder in glob.glob(os.path.join(KERNELS, "[0-9][0-9]_*")):
+        for path in glob.glob(os.path.join(folder, "*.cu")):
+            with open(path, encoding="utf-8") as f:
+                if re.search(r"\bop = Op::backward;", f.read()):
+                    found.add(int(os.path.basename(folder)[:2]))
+    return found
 
 
 def rungs():
@@ -83,7 +88,7 @@ class Limits(unittest.TestCase):
                     self.assertLessEqual(n, MAX_CHANGED_LINES, f"{before} -> {rung}: {n} lines")
 
     def test_the_backward_track_is_read(self):
-        """The list the diff test splits the tracks by is found (else 29 would be held to the
+        """The rungs the diff test splits the tracks by are found (else 29 would be held to the
         limit against 28, and 30 and 31 would go unchecked)."""
         self.assertEqual(backward_rungs() & {29, 30, 31}, {29, 30, 31})
 
