@@ -8,6 +8,7 @@
 // what lies outside the tensor with zeros, and counts the bytes down on an mbarrier
 // (common/ptx/mbarrier.cuh) as they land: the consumers wait on that barrier, nobody on the copy.
 //   load_4d(dst, map, bar, c0, c1, c2, c3)   box at coordinates (c0 innermost .. c3), in elements
+//   load_1d(dst, src, bytes, bar)            a contiguous run of bytes, no map (cp.async.bulk)
 // The box's byte count (zero-filled bytes included) must be announced on the barrier with
 // arrive_expect_tx before (or in the same phase as) the copy, or the phase never completes.
 //
@@ -35,6 +36,18 @@ __device__ __forceinline__ void load_4d(uint32_t dst, const void* map, uint32_t 
       "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// cp.async.bulk global -> shared (no tensor map): `bytes` contiguous bytes (a multiple of 16, both
+// addresses 16-byte aligned), completion on mbarrier `bar` like a tensor copy. For small
+// contiguous rows such as the backward's per-query LSE and D.
+__device__ __forceinline__ void load_1d(uint32_t dst, const void* src, uint32_t bytes,
+                                        uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
 
