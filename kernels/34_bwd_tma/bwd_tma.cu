@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 34 of 34 — bwd_tma: the backward's tiles by TMA, their arrival on mbarriers
+// Kernel 34 of 35 — bwd_tma: the backward's tiles by TMA, their arrival on mbarriers
 // builds on: 33 (bwd_wgmma)
 // changes:   1. one thread issues every copy: K and V once (four boxes of 64 columns x 128 rows),
 //               and per step Q and dO (two boxes each) by cp.async.bulk.tensor, L and D (256
@@ -75,7 +75,6 @@ constexpr int kBr = 64;        // queries per tile of the inner loop (the N of S
 constexpr int kBc = 128;       // keys per block: 64 a warpgroup
 constexpr int kThreads = 256;  // two warpgroups
 constexpr float kLog2e = 1.4426950408889634f;
-constexpr int kT = kThreads;
 constexpr uint32_t kTileBytes = kBr * kD * 2, kKTile = kBc * kD * 2, kRowBytes = kBr * 4;
 constexpr int kSmemBytes = 2 * kKTile + 4 * kTileBytes + kBr * kBc * 2 + 4 * kRowBytes + 1024;
 static_assert(kBc <= 256 && kBr <= 256, "a TMA box has at most 256 rows");
