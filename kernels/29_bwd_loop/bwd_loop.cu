@@ -91,8 +91,9 @@ __global__ void __launch_bounds__(128) dot_do_o(BwdParams b, float* dq_acc, floa
                   h * b.do_stride.head + i * b.do_stride.row;
   float sum = 0.f;
   for (int c = lane * 2; c < kHeadDim; c += 64) {
-    const float2 x = TypeTraits<T>::to_float2(*reinterpret_cast<const typename TypeTraits<T>::pair*>(o + c));
-    const float2 y = TypeTraits<T>::to_float2(*reinterpret_cast<const typename TypeTraits<T>::pair*>(dout + c));
+    using Pair = typename TypeTraits<T>::pair;
+    const float2 x = TypeTraits<T>::to_float2(*reinterpret_cast<const Pair*>(o + c));
+    const float2 y = TypeTraits<T>::to_float2(*reinterpret_cast<const Pair*>(dout + c));
     sum += x.x * y.x + x.y * y.y;
   }
 #pragma unroll

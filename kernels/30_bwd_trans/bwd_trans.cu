@@ -84,8 +84,9 @@ __global__ void __launch_bounds__(128) dot_do_o(BwdParams b, float* dq_acc, floa
                   h * b.do_stride.head + i * b.do_stride.row;
   float sum = 0.f;
   for (int c = lane * 2; c < kHeadDim; c += 64) {
-    const float2 x = TypeTraits<T>::to_float2(*reinterpret_cast<const typename TypeTraits<T>::pair*>(o + c));
-    const float2 y = TypeTraits<T>::to_float2(*reinterpret_cast<const typename TypeTraits<T>::pair*>(dout + c));
+    using Pair = typename TypeTraits<T>::pair;
+    const float2 x = TypeTraits<T>::to_float2(*reinterpret_cast<const Pair*>(o + c));
+    const float2 y = TypeTraits<T>::to_float2(*reinterpret_cast<const Pair*>(dout + c));
     sum += x.x * y.x + x.y * y.y;
   }
 #pragma unroll
@@ -402,7 +403,8 @@ const KernelInfo& kernel_30() {
     KernelInfo k;
     k.number = 30;
     k.slug = "bwd_trans";
-    k.title = "backward: transposed operands by ldmatrix.trans, Q and dO double-buffered by cp.async";
+    k.title =
+        "backward: transposed operands by ldmatrix.trans, Q and dO double-buffered by cp.async";
     k.doc = "docs/kernels/30_bwd_trans.md";
     k.min_sm = 80;
     k.op = Op::backward;

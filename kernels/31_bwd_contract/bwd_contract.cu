@@ -74,11 +74,15 @@ template <int kHeadDim>
 constexpr int kThreads = 32 * (kBc / 16) * kSplit<kHeadDim>;
 
 int64_t round256(int64_t n) { return (n + 255) / 256 * 256; }
-__host__ __device__ inline int64_t padded_rows(const AttnParams& p) { return (p.seqlen_q + kBr - 1) / kBr * kBr; }
+__host__ __device__ inline int64_t padded_rows(const AttnParams& p) {
+  return (p.seqlen_q + kBr - 1) / kBr * kBr;
+}
 int64_t dq_acc_bytes(const AttnParams& p) {
   return round256(p.batch * p.heads_q * padded_rows(p) * p.head_dim * 4);
 }
-int64_t row_bytes(const AttnParams& p) { return round256(p.batch * p.heads_q * padded_rows(p) * 4); }
+int64_t row_bytes(const AttnParams& p) {
+  return round256(p.batch * p.heads_q * padded_rows(p) * 4);
+}
 int64_t workspace(const AttnParams& p) { return dq_acc_bytes(p) + 2 * row_bytes(p); }
 
 // Launch 1: one warp per padded query row: D = sum_c dO[c] O[c] in fp32 and L = LSE log2 e
@@ -303,8 +307,9 @@ __global__ void __launch_bounds__(kThreads<kHeadDim>) bwd_main(BwdParams b, cons
     // In 32 bits, relative to the tile: key k0 + r is visible to query q0 + c iff r < r_end and
     // (not causal or r <= c + c_off).
     const int r_end = static_cast<int>(min(p.seqlen_k - k0, int64_t{kBc}));
-    const int c_off = p.causal ? static_cast<int>(max(min(q0 + diag - k0, int64_t{kBc}), -int64_t{2 * kBr}))
-                               : kBc;
+    const int c_off =
+        p.causal ? static_cast<int>(max(min(q0 + diag - k0, int64_t{kBc}), -int64_t{2 * kBr}))
+                 : kBc;
 #pragma unroll
     for (int nt = 0; nt < kBr / 8; ++nt) {
 #pragma unroll

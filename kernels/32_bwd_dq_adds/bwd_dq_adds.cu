@@ -16,9 +16,9 @@
 // =================================================================================================
 //
 // Notation: a block owns keys [k0, k0 + Bc) of KV head (b, hk), Bc = 128 (64 at d = 256); warp w
-// owns keys k0 + 16 (w % (Bc / 16)) + [0, 16) and, at d = 256, half w / 4 of dK and dV. For each query head h of
-// the group (h = G hk + i, G = H_q / H_kv) and each query tile [q0, q0 + 64) that sees one of the
-// block's keys (the inner loop, one sequence of steps over the group):
+// owns keys k0 + 16 (w % (Bc / 16)) + [0, 16) and, at d = 256, half w / 4 of dK and dV. For each
+// query head h of the group (h = G hk + i, G = H_q / H_kv) and each query tile [q0, q0 + 64) that
+// sees one of the block's keys (the inner loop, one sequence of steps over the group):
 //   S^T  = K_w Q^T            (16 keys x 64 queries per warp, fp32 accumulators)
 //   P^T  = exp(scale S^T - LSE)   with LSE broadcast along the keys (a column per query)
 //   dP^T = V_w dO^T
@@ -70,11 +70,15 @@ template <int kHeadDim>
 constexpr int kBc = 16 * 8 / kSplit<kHeadDim>;
 
 int64_t round256(int64_t n) { return (n + 255) / 256 * 256; }
-__host__ __device__ inline int64_t padded_rows(const AttnParams& p) { return (p.seqlen_q + kBr - 1) / kBr * kBr; }
+__host__ __device__ inline int64_t padded_rows(const AttnParams& p) {
+  return (p.seqlen_q + kBr - 1) / kBr * kBr;
+}
 int64_t dq_acc_bytes(const AttnParams& p) {
   return round256(p.batch * p.heads_q * padded_rows(p) * p.head_dim * 4);
 }
-int64_t row_bytes(const AttnParams& p) { return round256(p.batch * p.heads_q * padded_rows(p) * 4); }
+int64_t row_bytes(const AttnParams& p) {
+  return round256(p.batch * p.heads_q * padded_rows(p) * 4);
+}
 int64_t workspace(const AttnParams& p) { return dq_acc_bytes(p) + 2 * row_bytes(p); }
 
 // Launch 1: one warp per padded query row: D = sum_c dO[c] O[c] in fp32 and L = LSE log2 e
@@ -299,8 +303,9 @@ __global__ void __launch_bounds__(kThreads) bwd_main(BwdParams b, const float* d
     // In 32 bits, relative to the tile: key k0 + r is visible to query q0 + c iff r < r_end and
     // (not causal or r <= c + c_off).
     const int r_end = static_cast<int>(min(p.seqlen_k - k0, int64_t{kBc}));
-    const int c_off = p.causal ? static_cast<int>(max(min(q0 + diag - k0, int64_t{kBc}), -int64_t{2 * kBr}))
-                               : kBc;
+    const int c_off =
+        p.causal ? static_cast<int>(max(min(q0 + diag - k0, int64_t{kBc}), -int64_t{2 * kBr}))
+                 : kBc;
 #pragma unroll
     for (int nt = 0; nt < kBr / 8; ++nt) {
 #pragma unroll

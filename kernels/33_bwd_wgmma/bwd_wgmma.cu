@@ -80,11 +80,15 @@ constexpr uint32_t kTileBytes = kBr * kD * 2, kKTile = kBc * kD * 2, kRowBytes =
 constexpr int kSmemBytes = 2 * kKTile + 4 * kTileBytes + kBr * kBc * 2 + 4 * kRowBytes + 1024;
 
 int64_t round256(int64_t n) { return (n + 255) / 256 * 256; }
-__host__ __device__ inline int64_t padded_rows(const AttnParams& p) { return (p.seqlen_q + kBr - 1) / kBr * kBr; }
+__host__ __device__ inline int64_t padded_rows(const AttnParams& p) {
+  return (p.seqlen_q + kBr - 1) / kBr * kBr;
+}
 int64_t dq_acc_bytes(const AttnParams& p) {
   return round256(p.batch * p.heads_q * padded_rows(p) * p.head_dim * 4);
 }
-int64_t row_bytes(const AttnParams& p) { return round256(p.batch * p.heads_q * padded_rows(p) * 4); }
+int64_t row_bytes(const AttnParams& p) {
+  return round256(p.batch * p.heads_q * padded_rows(p) * 4);
+}
 int64_t workspace(const AttnParams& p) { return dq_acc_bytes(p) + 2 * row_bytes(p); }
 
 // Launch 1: one warp per padded query row: D = sum_c dO[c] O[c] in fp32 and L = LSE log2 e
@@ -154,8 +158,8 @@ __device__ __forceinline__ void copy_tile(uint32_t dst, const T* src, int64_t st
 #pragma unroll
   for (int r = r0; r < kRows; r += kThreadCount / (kHeadDim / 8)) {
     const bool in = r < valid;
-    ptx::cp_async::copy_16(dst + gmma::sw128_offset(r, 8 * c, kRows), src + (in ? r * stride : 0) + 8 * c,
-                           in ? 16 : 0);
+    ptx::cp_async::copy_16(dst + gmma::sw128_offset(r, 8 * c, kRows),
+                           src + (in ? r * stride : 0) + 8 * c, in ? 16 : 0);
   }
 }
 
@@ -388,7 +392,8 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_main(BwdParams b, const float
 std::string supports(const BwdParams& b) {
   const AttnParams& p = b.fwd;
   if (p.head_dim != kD) {
-    return "head_dim must be 128 (got " + std::to_string(p.head_dim) + "; d = 64 and 256 need rung 32)";
+    return "head_dim must be 128 (got " + std::to_string(p.head_dim) +
+           "; d = 64 and 256 need rung 32)";
   }
   if (p.heads_kv > 65535 || p.batch > 65535) {
     return "H_kv and B must be <= 65535 (grid dimensions y and z)";
@@ -430,7 +435,8 @@ const KernelInfo& kernel_33() {
     KernelInfo k;
     k.number = 33;
     k.slug = "bwd_wgmma";
-    k.title = "backward: the five GEMMs on wgmma (S^T, dP^T and dQ from shared memory, dV and dK with P^T, dS^T from registers)";
+    k.title = "backward: the five GEMMs on wgmma (S^T, dP^T, dQ from shared memory; dV, dK with "
+              "P^T, dS^T from registers)";
     k.doc = "docs/kernels/33_bwd_wgmma.md";
     k.min_sm = 90;
     k.max_sm = 90;

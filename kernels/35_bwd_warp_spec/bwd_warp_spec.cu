@@ -87,11 +87,15 @@ constexpr int kSmemBytes = 2 * kKTile + 4 * kTileBytes + 2 * kBr * kBc * 2 + 4 *
 static_assert(kBc <= 256 && kBr <= 256, "a TMA box has at most 256 rows");
 
 int64_t round256(int64_t n) { return (n + 255) / 256 * 256; }
-__host__ __device__ inline int64_t padded_rows(const AttnParams& p) { return (p.seqlen_q + kBr - 1) / kBr * kBr; }
+__host__ __device__ inline int64_t padded_rows(const AttnParams& p) {
+  return (p.seqlen_q + kBr - 1) / kBr * kBr;
+}
 int64_t dq_acc_bytes(const AttnParams& p) {
   return round256(p.batch * p.heads_q * padded_rows(p) * p.head_dim * 4);
 }
-int64_t row_bytes(const AttnParams& p) { return round256(p.batch * p.heads_q * padded_rows(p) * 4); }
+int64_t row_bytes(const AttnParams& p) {
+  return round256(p.batch * p.heads_q * padded_rows(p) * 4);
+}
 int64_t workspace(const AttnParams& p) { return dq_acc_bytes(p) + 2 * row_bytes(p); }
 
 // Launch 1: one warp per padded query row: D = sum_c dO[c] O[c] in fp32 and L = LSE log2 e
@@ -224,7 +228,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     int64_t h = group * hk, q0 = t0 * kBr;
     for (int64_t n = 0; n < steps; ++n) {
       const uint32_t st = static_cast<uint32_t>(n % 2);
-      if (n >= 2) ptx::mbarrier::wait(ptx::smem_addr(&empty[st]), static_cast<uint32_t>((n / 2 - 1) % 2));
+      if (n >= 2) {
+        ptx::mbarrier::wait(ptx::smem_addr(&empty[st]), static_cast<uint32_t>((n / 2 - 1) % 2));
+      }
       issue(h, q0, st);
       q0 += kBr;
       if (q0 >= rows_pad) {
@@ -405,7 +411,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 std::string supports(const BwdParams& b) {
   const AttnParams& p = b.fwd;
   if (p.head_dim != kD) {
-    return "head_dim must be 128 (got " + std::to_string(p.head_dim) + "; d = 64 and 256 need rung 32)";
+    return "head_dim must be 128 (got " + std::to_string(p.head_dim) +
+           "; d = 64 and 256 need rung 32)";
   }
   if (p.heads_kv > 65535 || p.batch > 65535) {
     return "H_kv and B must be <= 65535 (grid dimensions y and z)";
@@ -435,9 +442,12 @@ void launch_typed(const BwdParams& b, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.seqlen_k + kBc - 1) / kBc),
                   static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
   // The maps hold the tensors' addresses: built for every call (a host-side driver call).
-  const CUtensorMap tmQ = make_tensor_map_4d(p.q, kD, p.seqlen_q, p.heads_q, p.batch, p.q_stride, kBr);
-  const CUtensorMap tmK = make_tensor_map_4d(p.k, kD, p.seqlen_k, p.heads_kv, p.batch, p.k_stride, kBc);
-  const CUtensorMap tmV = make_tensor_map_4d(p.v, kD, p.seqlen_k, p.heads_kv, p.batch, p.v_stride, kBc);
+  const CUtensorMap tmQ =
+      make_tensor_map_4d(p.q, kD, p.seqlen_q, p.heads_q, p.batch, p.q_stride, kBr);
+  const CUtensorMap tmK =
+      make_tensor_map_4d(p.k, kD, p.seqlen_k, p.heads_kv, p.batch, p.k_stride, kBc);
+  const CUtensorMap tmV =
+      make_tensor_map_4d(p.v, kD, p.seqlen_k, p.heads_kv, p.batch, p.v_stride, kBc);
   const CUtensorMap tmdO =
       make_tensor_map_4d(b.dout, kD, p.seqlen_q, p.heads_q, p.batch, b.do_stride, kBr);
   bwd_main<T><<<grid, kThreads, kSmemBytes, stream>>>(b, dq_acc, d, l, tmQ, tmK, tmV, tmdO);
