@@ -76,10 +76,11 @@ class Buffer {
 
 constexpr unsigned char kPoison = 0xFF;  // a NaN in fp16, bf16 and fp32
 
-// The base problem: fp16, B = 1, H_q = H_kv = 2, Nq = Nk = 128, d = 64, non-causal, contiguous:
-// in the contract of every backward rung (rung 29's is the narrowest: MHA, non-causal, d = 64 or
-// 128, lengths multiples of 64), so that each case below breaks exactly the rule it names.
-constexpr int64_t kB = 1, kH = 2, kN = 128, kD = 64;
+// The base problem: fp16, B = 1, H_q = H_kv = 2, Nq = Nk = 128, d = 128, non-causal,
+// contiguous: in the contract of every backward rung (rung 29's is the narrowest: MHA,
+// non-causal, d = 64 or 128, lengths multiples of 64; the Hopper rungs 33-35 take d = 128 only),
+// so that each case below breaks exactly the rule it names.
+constexpr int64_t kB = 1, kH = 2, kN = 128, kD = 128;
 constexpr size_t kTensorBytes = size_t{1} << 20;  // room for every case (d = 128, N = 256, H = 4)
 
 struct Buffers {
@@ -372,7 +373,7 @@ TEST(CApiBackward, EveryRuleRefusedNamingTheKernelAndTheRule) {
          b.dv_stride.head = kN * (kD + 4);
          b.dv_stride.batch = kH * kN * (kD + 4);
        }},
-      {"dO's rows overlap", "dO row stride (32) must be >= d (64)",
+      {"dO's rows overlap", "dO row stride (32) must be >= d (128)",
        [](fl::BwdParams& b, Buffers&) { b.do_stride.row = 32; }},
       {"bf16 O for fp16 inputs", "O's dtype (out_dtype) must be the inputs' dtype",
        [](fl::BwdParams& b, Buffers&) { b.fwd.out_dtype = fl::DType::bf16; }},
