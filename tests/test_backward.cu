@@ -22,8 +22,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -32,6 +34,7 @@
 #include "common/harness.h"
 #include "common/reference.h"
 #include "common/registry.h"
+#include "fuzz_shapes.h"
 #include "gpu_test_util.h"
 
 namespace {
@@ -433,6 +436,54 @@ TEST_P(BackwardKernel, DetectsAWrongAnswer) {
   fl::BwdProblem other(s, cublas);
   fl::BwdReference wrong(other, cublas);
   EXPECT_FALSE(fl::verify_backward(k, pr, wrong).passed) << k.name();
+}
+
+// Seeded random problems (tests/fuzz_shapes.h: B, H_q, H_kv, Nq, Nk, d, causal, dtype, layout,
+// scale; lengths snapped to 64 half the time, the tile of rungs 29 and 30), FL_FUZZ_CASES of
+// them a rung (the forward fuzz test's variables: FL_FUZZ_SEED, FL_FUZZ_CASES, FL_FUZZ_ONLY),
+// each claimed by the rung and then held to verify_backward. A draw the rung refuses is drawn
+// again, so that a rung cannot pass by refusing everything.
+TEST_P(BackwardKernel, MatchesTheReferenceOnRandomShapes) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo& k = *GetParam();
+  const auto env = [](const char* name, uint64_t fallback) {
+    const char* text = std::getenv(name);
+    return text == nullptr || *text == '\0' ? fallback : std::strtoull(text, nullptr, 10);
+  };
+  const uint64_t seed = env("FL_FUZZ_SEED", fl::fuzz::kDefaultSeed);
+  const bool only_one = std::getenv("FL_FUZZ_ONLY") != nullptr;
+  const uint64_t first = only_one ? env("FL_FUZZ_ONLY", 0) : 0;
+  const uint64_t end = only_one ? first + 1 : env("FL_FUZZ_CASES", fl::fuzz::kDefaultCases);
+  const fl::fuzz::TileOf tile_of = [](const fl::ProblemSpec&) { return fl::TileShape{64, 64}; };
+  fl::CublasHandle cublas;
+  uint64_t checked = 0;
+  for (uint64_t i = first; i < end; ++i) {
+    // Backward rungs draw from streams of their own (number + 1000): not the forward's cases.
+    std::mt19937_64 rng = fl::fuzz::case_rng(seed, k.number + 1000, i);
+    fl::ProblemSpec spec;
+    bool claimed = false;
+    for (int draw = 0; draw < fl::fuzz::kMaxDraws && !claimed; ++draw) {
+      spec = fl::fuzz::draw_spec(rng, tile_of);
+      spec.with_lse = true;
+      claimed = fl::why_unsupported_backward(k, fl::placeholder_bwd_params(spec, k)).empty();
+    }
+    std::ostringstream where;
+    where << k.name() << ", seed " << seed << ", case " << i << " ("
+          << fl::fuzz::describe_case(spec) << "); rerun alone: FL_FUZZ_SEED=" << seed
+          << " FL_FUZZ_ONLY=" << i
+          << " build/tests/test_backward --gtest_filter='*MatchesTheReferenceOnRandomShapes/k"
+          << k.name() << "'";
+    ASSERT_TRUE(claimed) << "refused " << fl::fuzz::kMaxDraws << " draws in a row: " << where.str();
+    fl::BwdProblem pr(spec, cublas);
+    fl::BwdReference ref(pr, cublas);
+    const fl::BwdVerdict v = fl::verify_backward(k, pr, ref);
+    std::printf("[fuzz] %s case %llu: %s: %s\n", k.name().c_str(),
+                static_cast<unsigned long long>(i), fl::fuzz::describe_case(spec).c_str(),
+                v.passed ? "pass" : "FAIL");
+    EXPECT_TRUE(v.passed) << v.why << " " << where.str();
+    ++checked;
+  }
+  EXPECT_EQ(checked, end - first) << k.name() << " did not get its full count of cases";
 }
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BackwardKernel);
