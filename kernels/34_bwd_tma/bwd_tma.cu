@@ -8,8 +8,8 @@
 //               its phase instead of on cp.async groups, and no fence.proxy.async is needed (the
 //               copy engine and wgmma are both the async proxy)
 //            3. the layout is TMA's 128-byte swizzle, the one rung 33's descriptors already read
-// expect:    no LDGSTS in SASS; the copy instructions of a step from 64 a thread to 6 for one
-//            thread; at least rung 33's speed
+// expect:    no LDGSTS in SASS; the copies of a step issued from 2,080 instructions over the
+//            block (8 or 9 a thread) to 6 by one thread; at least rung 33's speed
 // supports:  fp16, bf16; d = 128; any Nq, Nk >= 1 (below 2^31); causal or not; GQA/MQA; any
 //            strides (rows 16-byte aligned, strides below 2^40 bytes), both layouts; the
 //            forward's LSE required; compute capability 9.0

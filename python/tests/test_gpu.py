@@ -619,14 +619,16 @@ class Gradients(GpuTestCase):
     def test_torch_compile_forward_and_backward(self):
         # fullgraph: no graph break at either op; the backward graph calls
         # flash_ladder::attention_backward.
-        for layout in ("bhnd", "bnhd"):
-            with self.subTest(layout=layout):
-                q, k, v = (make_tensor(2, 4, 128, 64, layout, torch.bfloat16, "contiguous",
+        # d = 64 and 128: on an H100 two different backward rungs (the mma.sync one and the
+        # Hopper one, whose TMA maps are built at each call).
+        for layout, d in (("bhnd", 64), ("bnhd", 64), ("bhnd", 128), ("bnhd", 128)):
+            with self.subTest(layout=layout, d=d):
+                q, k, v = (make_tensor(2, 4, 128, d, layout, torch.bfloat16, "contiguous",
                                        self.gen) for _ in range(3))
                 why = self.backward_refusal(q, k, v, False, layout)
                 if why is not None:
                     self.skipTest(why)
-                w = make_tensor(2, 4, 128, 64, layout, torch.bfloat16, "contiguous", self.gen)
+                w = make_tensor(2, 4, 128, d, layout, torch.bfloat16, "contiguous", self.gen)
 
                 def f(q, k, v):
                     return (flash_ladder.attention(q, k, v, layout=layout).float()
@@ -639,12 +641,18 @@ class Gradients(GpuTestCase):
                 torch.cuda.synchronize()
                 # d loss / d O = w (the bf16 O upcast: the gradient is w rounded to bf16)
                 self.check_grads(q, k, v, w, dict(zip(GRAD_NAMES, (t.grad for t in leaves))),
-                                 layout=layout, label=f"compiled, {layout}")
+                                 layout=layout, label=f"compiled, {layout}, d = {d}")
 
     def test_cuda_graph_of_forward_and_backward(self):
         # Forward and backward captured into one CUDA graph (the workspace and the gradients
-        # from the graph's memory pool), replayed on new inputs and a new dO.
-        q, k, v = (make_tensor(1, 4, 128, 64, "bhnd", torch.float16, "contiguous", self.gen)
+        # from the graph's memory pool), replayed on new inputs and a new dO; d = 64 and 128 (on
+        # an H100 the mma.sync backward rung and the Hopper one).
+        for d in (64, 128):
+            with self.subTest(d=d):
+                self.graph_case(d)
+
+    def graph_case(self, d):
+        q, k, v = (make_tensor(1, 4, 128, d, "bhnd", torch.float16, "contiguous", self.gen)
                    for _ in range(3))
         why = self.backward_refusal(q, k, v, False, "bhnd")
         if why is not None:
@@ -668,7 +676,7 @@ class Gradients(GpuTestCase):
         graph.replay()
         torch.cuda.synchronize()
         self.check_grads(*(t.detach() for t in leaves), dout, dict(zip(GRAD_NAMES, grads)),
-                         label="graph replay")
+                         label=f"graph replay, d = {d}")
 
     def test_opcheck(self):
         # The backward op's schema, fake implementation against the real one, and AOT dispatch;
