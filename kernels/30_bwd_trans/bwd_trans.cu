@@ -358,6 +358,9 @@ std::string supports(const BwdParams& b) {
     return "head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")";
   }
   if (p.heads_q != p.heads_kv) return "H_q must equal H_kv (GQA needs rung 31)";
+  if (p.heads_q > 65535 || p.batch > 65535) {
+    return "H_q and B must be <= 65535 (grid dimensions y and z)";
+  }
   if (p.causal) return "causal is not supported (it needs rung 31)";
   if (p.seqlen_q % kBr != 0 || p.seqlen_k % kBc != 0) {
     return "Nq and Nk must be multiples of 64 (got " + std::to_string(p.seqlen_q) + " and " +
