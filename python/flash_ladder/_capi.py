@@ -23,9 +23,9 @@ FL_CUDA_ERROR = 2
 FL_NO_SUCH_KERNEL = 3
 FL_INTERNAL_ERROR = 4
 
-# 0 = fp16, 1 = bf16 (fl_attention_params::dtype and ::out_dtype), by the dtype's name: the types
-# flash_ladder.attention takes. The C API also takes e4m3 inputs (FL_E4M3, with out_dtype and the
-# descale fields of Params), for the FP8 rung (28); the package does not pass them (yet).
+# 0 = fp16, 1 = bf16 (fl_attention_params::dtype and ::out_dtype), by the dtype's name: the 16-bit
+# types flash_ladder.attention takes. e4m3 inputs (FL_E4M3, with out_dtype and the descale fields
+# of Params) are the FP8 rung's (28): flash_ladder.attention passes them for float8_e4m3fn tensors.
 DTYPE_CODES = {"float16": 0, "bfloat16": 1}
 FL_E4M3 = 2
 

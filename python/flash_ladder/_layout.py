@@ -5,7 +5,7 @@ tested) without torch. _ops.py turns torch tensors into TensorSpecs and calls ch
 import math
 from collections import namedtuple
 
-from ._capi import DIM_STRIDE_FIELDS, DTYPE_CODES, STRIDE_FIELDS
+from ._capi import DIM_STRIDE_FIELDS, DTYPE_CODES, FL_E4M3, STRIDE_FIELDS
 
 TensorSpec = namedtuple("TensorSpec", "shape stride dtype device")
 TensorSpec.__doc__ = ("A tensor as the checks see it: shape and stride (tuples of ints, strides in "
@@ -19,6 +19,7 @@ LAYOUTS = {
 LAYOUT_SHAPES = {"bhnd": "[B, H, N, d]", "bnhd": "[B, N, H, d]"}
 
 BEST = -1  # the op's kernel argument for "best"
+E4M3 = "float8_e4m3fn"  # torch's name of OCP FP8 e4m3, the FP8 rung's input type
 
 Problem = namedtuple("Problem", "dtype_code batch heads_q heads_kv seqlen_q seqlen_k head_dim "
                                 "causal softmax_scale strides out_shape lse_shape")
@@ -91,11 +92,13 @@ def layout_sizes(shape, layout):
     return tuple(shape[i] for i in dims)
 
 
-def check_call(q, k, v, *, causal=False, scale=None, layout="bhnd", allow_meta=False):
+def check_call(q, k, v, *, causal=False, scale=None, layout="bhnd", allow_meta=False,
+               allow_e4m3=False):
     """Checks attention()'s arguments (TensorSpecs for q, k, v) and returns the Problem. Raises
     ValueError / TypeError naming the argument and the rule. What only the library knows (the
     sizes and strides each kernel takes, 16-byte alignment, the GPU) it checks itself, at the
-    call, and says why."""
+    call, and says why. allow_e4m3: float8_e4m3fn inputs too (the FP8 call; its descale factors
+    are checked by check_descales)."""
     dims = check_layout(layout)
     names = ("q", "k", "v")
     specs = (q, k, v)
@@ -104,8 +107,9 @@ def check_call(q, k, v, *, causal=False, scale=None, layout="bhnd", allow_meta=F
             _fail(f"{name} must be 4-D, {LAYOUT_SHAPES[layout]} (layout={layout!r}), got "
                   f"shape {tuple(t.shape)}")
     for name, t in zip(names, specs):
-        if t.dtype not in DTYPE_CODES:
-            _fail(f"{name} must be float16 or bfloat16, got {t.dtype}", TypeError)
+        if t.dtype not in DTYPE_CODES and not (allow_e4m3 and t.dtype == E4M3):
+            _fail(f"{name} must be float16 or bfloat16{' or float8_e4m3fn' if allow_e4m3 else ''}"
+                  f", got {t.dtype}", TypeError)
     if not q.dtype == k.dtype == v.dtype:
         _fail(f"q, k and v must have the same dtype, got {q.dtype}, {k.dtype}, {v.dtype}",
               TypeError)
@@ -141,7 +145,8 @@ def check_call(q, k, v, *, causal=False, scale=None, layout="bhnd", allow_meta=F
     out_shape = tuple(q.shape)
     o = contiguous_strides(out_shape)
     strides["o"] = tuple(o[i] for i in dims)
-    return Problem(dtype_code=DTYPE_CODES[q.dtype], batch=bq, heads_q=hq, heads_kv=hk,
+    return Problem(dtype_code=FL_E4M3 if q.dtype == E4M3 else DTYPE_CODES[q.dtype], batch=bq,
+                   heads_q=hq, heads_kv=hk,
                    seqlen_q=nq, seqlen_k=nk, head_dim=dq, causal=causal,
                    softmax_scale=None if scale is None else float(scale),
                    strides=strides, out_shape=out_shape, lse_shape=(bq, hq, nq))
@@ -152,9 +157,31 @@ def default_scale(head_dim):
     return 1.0 / math.sqrt(head_dim) if head_dim > 0 else 1.0
 
 
-def params_fields(problem):
-    """The fields of fl_attention_params (_capi.Params) for a Problem, pointers left out."""
-    fields = dict(dtype=problem.dtype_code, out_dtype=problem.dtype_code,  # O: q's dtype
+def check_descales(problem, q_descale, k_descale, v_descale):
+    """The descale factors of an e4m3 call (x = e4m3 value * descale): each a sequence of floats,
+    one (per tensor) or, for all three at once, B x H_q for q and B x H_kv for k and v (per batch
+    and head, b-major). Returns (q, k, v lists, per_head). The library checks that every factor
+    is finite and > 0."""
+    lists = []
+    for name, d in (("q_descale", q_descale), ("k_descale", k_descale), ("v_descale", v_descale)):
+        if d is None or len(d) == 0:
+            _fail(f"float8_e4m3fn inputs need {name} (x = e4m3 * descale)")
+        lists.append([float(x) for x in d])
+    per_head = (len(lists[0]) == problem.batch * problem.heads_q
+                and len(lists[1]) == len(lists[2]) == problem.batch * problem.heads_kv)
+    per_tensor = all(len(x) == 1 for x in lists)
+    if not (per_tensor or per_head):
+        _fail(f"descale factors: one a tensor, or B x H_q = {problem.batch * problem.heads_q} for "
+              f"q and B x H_kv = {problem.batch * problem.heads_kv} for k and v; got "
+              f"{len(lists[0])}, {len(lists[1])}, {len(lists[2])}")
+    return lists[0], lists[1], lists[2], per_head and not per_tensor
+
+
+def params_fields(problem, out_dtype_code=None):
+    """The fields of fl_attention_params (_capi.Params) for a Problem, pointers left out. O's type:
+    the inputs' (fp16/bf16), or out_dtype_code (0 fp16, 1 bf16) for e4m3 inputs."""
+    out = problem.dtype_code if out_dtype_code is None else out_dtype_code
+    fields = dict(dtype=problem.dtype_code, out_dtype=out,
                   batch=problem.batch, heads_q=problem.heads_q,
                   heads_kv=problem.heads_kv, seqlen_q=problem.seqlen_q,
                   seqlen_k=problem.seqlen_k, head_dim=problem.head_dim,

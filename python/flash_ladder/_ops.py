@@ -4,7 +4,8 @@ autograd formula that joins them (torch.library.register_autograd), and the publ
 The package imports this module where torch is installed; the rest of the package works without
 torch.
 """
-from typing import Optional, Tuple
+import ctypes
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -105,6 +106,69 @@ def _attention_fake(q, k, v, causal, scale, kernel, return_lse, layout, backward
     return o, lse
 
 
+_OUT_DTYPE_CODES = {torch.float16: 0, torch.bfloat16: 1}
+
+
+@torch.library.custom_op("flash_ladder::attention_fp8", mutates_args=())
+def _attention_fp8_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_descale: List[float],
+                      k_descale: List[float], v_descale: List[float], out_dtype: torch.dtype,
+                      causal: bool, scale: Optional[float], kernel: int, return_lse: bool,
+                      layout: str) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The forward on float8_e4m3fn q, k, v (x = e4m3 * descale; descales one a tensor or one a
+    (batch, head)): O in out_dtype (float16 or bfloat16) and the LSE, as flash_ladder::attention.
+    kernel: a rung number, or -1 for "best" (the FP8 rung where the GPU has it)."""
+    problem = _layout.check_call(spec(q), spec(k), spec(v), causal=causal, scale=scale,
+                                 layout=layout, allow_e4m3=True)
+    if q.dtype != torch.float8_e4m3fn:
+        raise TypeError(f"flash_ladder.attention: the FP8 call takes float8_e4m3fn inputs, got "
+                        f"{q.dtype}")
+    if out_dtype not in _OUT_DTYPE_CODES:
+        raise TypeError(f"flash_ladder.attention: out_dtype must be torch.float16 or "
+                        f"torch.bfloat16, got {out_dtype}")
+    qd, kd, vd, per_head = _layout.check_descales(problem, q_descale, k_descale, v_descale)
+    # Host arrays, read by the library during the call (it copies them to the GPU then).
+    factors = [(ctypes.c_float * len(x))(*x) for x in (qd, kd, vd)]
+    lib = _capi.load_library()
+    with torch.cuda.device(q.device):
+        o = torch.empty(problem.out_shape, dtype=out_dtype, device=q.device)
+        lse = (torch.empty(problem.lse_shape, dtype=torch.float32, device=q.device)
+               if return_lse else None)
+        params = _capi.Params(**_layout.params_fields(problem, _OUT_DTYPE_CODES[out_dtype]),
+                              q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(),
+                              lse=None if lse is None else lse.data_ptr(),
+                              q_descale=factors[0], k_descale=factors[1], v_descale=factors[2],
+                              descale_per_head=int(per_head))
+        number = _capi.best_kernel(lib, params) if kernel == _layout.BEST else kernel
+        lib.run(number, params, torch.cuda.current_stream(q.device).cuda_stream)
+    return o, (lse if lse is not None else _empty_lse(q))
+
+
+@_attention_fp8_op.register_fake
+def _attention_fp8_fake(q, k, v, q_descale, k_descale, v_descale, out_dtype, causal, scale,
+                        kernel, return_lse, layout):
+    problem = _layout.check_call(spec(q), spec(k), spec(v), causal=causal, scale=scale,
+                                 layout=layout, allow_meta=True, allow_e4m3=True)
+    o = q.new_empty(problem.out_shape, dtype=out_dtype)
+    lse = q.new_empty(problem.lse_shape, dtype=torch.float32) if return_lse else _empty_lse(q)
+    return o, lse
+
+
+def _descale_list(name, d):
+    """A descale argument as a list of floats: a number, a sequence, or a tensor (any device:
+    its values are read on the host)."""
+    if d is None:
+        return None
+    if isinstance(d, torch.Tensor):
+        return [float(x) for x in d.detach().float().reshape(-1).cpu().tolist()]
+    if isinstance(d, (int, float)):
+        return [float(d)]
+    try:
+        return [float(x) for x in d]
+    except TypeError:
+        raise TypeError(f"flash_ladder.attention: {name} must be a number, a sequence of numbers "
+                        f"or a tensor, got {type(d).__name__}") from None
+
+
 @torch.library.custom_op("flash_ladder::attention_backward", mutates_args=())
 def _attention_backward_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                            lse: torch.Tensor, dout: torch.Tensor, causal: bool,
@@ -188,7 +252,8 @@ torch.library.register_autograd("flash_ladder::attention", _backward,
 
 
 def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=False,
-              layout="bhnd", backward_kernel="best"):
+              layout="bhnd", backward_kernel="best", q_descale=None, k_descale=None,
+              v_descale=None, out_dtype=None):
     """softmax(scale · q·kᵀ) · v with a kernel of the ladder; differentiable in q, k and v.
 
     q: [B, H_q, Nq, d] and k, v: [B, H_kv, Nk, d] (layout="bhnd", as scaled_dot_product_attention
@@ -210,6 +275,14 @@ def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=Fa
     A call no backward rung takes (e4m3, a shape outside every backward rung's contract) raises
     flash_ladder.UnsupportedError in backward(), with each rung's rule.
 
+    FP8: q, k, v of dtype torch.float8_e4m3fn (OCP e4m3) hold x / descale: q_descale, k_descale
+    and v_descale give the values back (x = e4m3 * descale), each a number (one factor a tensor)
+    or, all three, one factor a (batch, head), b-major: B x H_q for q, B x H_kv for k and v (a
+    sequence or a tensor). O is out_dtype (torch.float16, the default, or torch.bfloat16); for
+    float16 and bfloat16 inputs O has their dtype (out_dtype, if given, must be it). The FP8
+    rung (28) runs it on compute capability 9.0; the call has no gradient, and it is not for
+    CUDA graphs (the factors are host values, copied to the GPU at each call).
+
     Argument errors raise ValueError / TypeError; the library's refusals and failures raise
     flash_ladder.UnsupportedError / CudaError / NoSuchKernelError (FlashLadderError, a
     RuntimeError) with the library's message.
@@ -220,6 +293,24 @@ def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=Fa
                             f"{type(t).__name__}")
     _layout.check_options(causal, scale, return_lse, layout)
     number = _layout.kernel_arg(kernel)
+    descales = [_descale_list(n, d) for n, d in (("q_descale", q_descale),
+                                                 ("k_descale", k_descale),
+                                                 ("v_descale", v_descale))]
+    if q.dtype == torch.float8_e4m3fn:
+        if any(t.requires_grad for t in (q, k, v)):
+            raise ValueError("flash_ladder.attention: the FP8 call has no gradient (no backward "
+                             "rung takes e4m3 inputs)")
+        o, lse = torch.ops.flash_ladder.attention_fp8(
+            q, k, v, *[d if d is not None else [] for d in descales],
+            torch.float16 if out_dtype is None else out_dtype, causal,
+            None if scale is None else float(scale), number, return_lse, layout)
+        return (o, lse) if return_lse else o
+    if any(d is not None for d in descales):
+        raise ValueError(f"flash_ladder.attention: descale factors are for float8_e4m3fn inputs, "
+                         f"not {q.dtype}")
+    if out_dtype is not None and out_dtype != q.dtype:
+        raise ValueError(f"flash_ladder.attention: O has the inputs' dtype for {q.dtype} inputs "
+                         f"(out_dtype {out_dtype} is for float8_e4m3fn inputs)")
     backward_number = _layout.kernel_arg(backward_kernel, "backward_kernel")
     # The backward recomputes P from the LSE: the forward writes it whenever a gradient may be
     # asked for (a few bytes a row), and the caller gets it only if it asked.

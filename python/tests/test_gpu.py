@@ -694,6 +694,106 @@ class Gradients(GpuTestCase):
                               (*leaves, False, None, -1, True, "bhnd", -1))
 
 
+class Fp8(GpuTestCase):
+    """float8_e4m3fn inputs through flash_ladder.attention (the FP8 rung, 28, on compute capability
+    9.0), against the fp32 reference on the dequantised inputs, by the rule the ladder holds the
+    FP8 rung to: max |O - O_fp32| <= 2 max |O_low - O_fp32| + 1e-4, O_low being the same math with
+    P quantised as the rung does (to e4m3, times 448 relative to the row's max) and O rounded to
+    out_dtype."""
+
+    def quantize(self, x, per_head, layout):
+        """(e4m3 tensor in `layout`, contiguous; descale factors: one, or one a (b, h))."""
+        xb = to_bhnd(x, layout)
+        amax = xb.abs().amax(dim=(2, 3)) if per_head else xb.abs().amax().reshape(1)
+        descale = (amax / 448.0).clamp_min(1e-12)
+        scaled = xb / (descale[:, :, None, None] if per_head else descale)
+        return from_bhnd(scaled.to(torch.float8_e4m3fn), layout).contiguous(), descale.reshape(-1)
+
+    def low_reference(self, qf, kf, vf, causal, scale, out_dtype):
+        """O_low in [B, H_q, Nq, d] from dequantised fp32 inputs in [B, H, N, d]."""
+        g = qf.shape[1] // kf.shape[1]
+        kf, vf = (t.repeat_interleave(g, dim=1) for t in (kf, vf))
+        nq, nk = qf.shape[2], kf.shape[2]
+        s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+        if causal:
+            i = torch.arange(nq, device=qf.device)[:, None]
+            j = torch.arange(nk, device=qf.device)[None, :]
+            s = s.masked_fill(~(j <= i + (nk - nq)), float("-inf"))
+        m = s.amax(dim=-1, keepdim=True)
+        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))
+        p = torch.exp(s - m)
+        l = p.sum(dim=-1, keepdim=True)
+        pq = (448.0 * p).to(torch.float8_e4m3fn).float() / 448.0
+        o = torch.matmul(pq, vf) / torch.where(l > 0, l, torch.ones_like(l))
+        return o.to(out_dtype).float()
+
+    def run_case(self, b, hq, hkv, nq, nk, d, causal, layout, per_head, out_dtype):
+        label = (f"B={b} H={hq}/{hkv} Nq={nq} Nk={nk} d={d} causal={causal} {layout} "
+                 f"per_head={per_head} out={out_dtype}")
+        shape = (lambda h, n: (b, h, n, d)) if layout == "bhnd" else (lambda h, n: (b, n, h, d))
+        x = [torch.randn(shape(h, n), device="cuda", generator=self.gen)
+             for h, n in ((hq, nq), (hkv, nk), (hkv, nk))]
+        (q8, qd), (k8, kd), (v8, vd) = (self.quantize(t, per_head, layout) for t in x)
+        o = flash_ladder.attention(q8, k8, v8, causal=causal, layout=layout, q_descale=qd,
+                                   k_descale=kd, v_descale=vd, out_dtype=out_dtype)
+        torch.cuda.synchronize()
+        self.assertEqual(o.dtype, out_dtype, label)
+        self.assertEqual(tuple(o.shape), tuple(q8.shape), label)
+
+        def deq(t8, desc):
+            tb = to_bhnd(t8, layout).float()
+            return tb * (desc.reshape(b, -1)[:, :, None, None] if per_head else desc)
+
+        qf, kf, vf = deq(q8, qd), deq(k8, kd), deq(v8, vd)
+        ref, _, seen, _ = reference(*(from_bhnd(t, layout) for t in (qf, kf, vf)), causal, None,
+                                    layout)
+        low = from_bhnd(self.low_reference(qf, kf, vf, causal, 1.0 / math.sqrt(d), out_dtype),
+                        layout)
+        seen_o = seen[None, :, None, None] if layout == "bnhd" else seen[None, None, :, None]
+        seen_o = seen_o.expand_as(ref)
+        self.assertTrue(bool(torch.isfinite(o[seen_o]).all()), f"{label}: non-finite output")
+        err = max_abs(o[seen_o], ref[seen_o])
+        tol = 2 * max_abs(low[seen_o], ref[seen_o]) + 1e-4
+        self.assertLessEqual(err, tol, f"{label}: max |O - O_fp32| = {err:.3g} > {tol:.3g}")
+
+    def test_cases(self):
+        probe = torch.zeros(1, 1, 16, 128, device="cuda").to(torch.float8_e4m3fn)
+        try:
+            flash_ladder.attention(probe, probe, probe, q_descale=1.0, k_descale=1.0,
+                                   v_descale=1.0)
+        except flash_ladder.UnsupportedError as e:
+            self.skipTest(f"no rung of this build takes e4m3 here: {e}")
+        cases = [
+            dict(b=2, hq=4, hkv=4, nq=256, nk=256, d=128, causal=False, layout="bhnd",
+                 per_head=False, out_dtype=torch.float16),
+            dict(b=1, hq=8, hkv=2, nq=200, nk=333, d=128, causal=True, layout="bnhd",
+                 per_head=True, out_dtype=torch.bfloat16),
+            dict(b=2, hq=2, hkv=1, nq=130, nk=130, d=64, causal=False, layout="bhnd",
+                 per_head=True, out_dtype=torch.float16),
+            dict(b=1, hq=2, hkv=2, nq=100, nk=64, d=256, causal=True, layout="bhnd",
+                 per_head=False, out_dtype=torch.bfloat16),
+        ]
+        for case in cases:
+            with self.subTest(**{k: str(v) for k, v in case.items()}):
+                self.run_case(**case)
+
+    def test_refusals(self):
+        q8 = torch.zeros(1, 2, 64, 128, device="cuda").to(torch.float8_e4m3fn)
+        with self.assertRaisesRegex(ValueError, "float8_e4m3fn inputs need k_descale"):
+            flash_ladder.attention(q8, q8, q8, q_descale=1.0, v_descale=1.0)
+        with self.assertRaisesRegex(ValueError, "one a tensor, or B x H_q = 2"):
+            flash_ladder.attention(q8, q8, q8, q_descale=[1.0, 1.0, 1.0], k_descale=1.0,
+                                   v_descale=1.0)
+        with self.assertRaisesRegex(TypeError, "out_dtype must be torch.float16 or"):
+            flash_ladder.attention(q8, q8, q8, q_descale=1.0, k_descale=1.0, v_descale=1.0,
+                                   out_dtype=torch.float32)
+        q16 = torch.zeros(1, 2, 64, 128, device="cuda", dtype=torch.float16)
+        with self.assertRaisesRegex(ValueError, "descale factors are for float8_e4m3fn inputs"):
+            flash_ladder.attention(q16, q16, q16, q_descale=1.0)
+        with self.assertRaisesRegex(ValueError, "O has the inputs' dtype"):
+            flash_ladder.attention(q16, q16, q16, out_dtype=torch.bfloat16)
+
+
 @unittest.skipIf(torch is None or not hasattr(torch.library, "custom_op"),
                  "torch (>= 2.4) is not installed")
 class TorchWithoutGpu(unittest.TestCase):
