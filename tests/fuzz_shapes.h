@@ -1,12 +1,17 @@
 // The shape generator of the fuzz test (tests/test_fuzz.cu): random attention problems from a
-// seed. Host code only, so that its determinism is tested without a GPU (test_fuzz_shapes.cpp).
+// seed. Host code only, so that its determinism is tested without a GPU (test_fuzz_shapes.cpp);
+// and env_u64, the fuzz tests' reading of FL_FUZZ_SEED, FL_FUZZ_CASES and FL_FUZZ_ONLY.
 //
 // Case `index` of kernel `number` under seed S is drawn from a stream of its own, seeded from
 // (S, number, index): a failing case is rerun alone (FL_FUZZ_ONLY=index) and gives the same
 // problem whatever ran before it and whichever kernels the build has.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -25,6 +30,21 @@ constexpr int64_t kMaxLen = 700;  // Nq, Nk in [1, kMaxLen]
 // draw in six (lengths snapped to the tile, non-causal, d in {64, 128}), so 400 refusals in a row
 // mean the kernel refuses what it should claim, and the test says so.
 constexpr int kMaxDraws = 400;
+
+// The value of environment variable `name` as an unsigned integer, or `fallback` when it is
+// unset. A malformed value fails the test rather than quietly running the default budget.
+inline uint64_t env_u64(const char* name, uint64_t fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || text[0] == '-') {
+    ADD_FAILURE() << name << " must be an unsigned integer, got '" << text << "'";
+    return fallback;
+  }
+  return v;
+}
 
 inline std::mt19937_64 case_rng(uint64_t seed, int kernel_number, uint64_t index) {
   // std::seed_seq and std::mt19937_64 are specified exactly by the standard: the same numbers

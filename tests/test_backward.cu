@@ -446,10 +446,7 @@ TEST_P(BackwardKernel, DetectsAWrongAnswer) {
 TEST_P(BackwardKernel, MatchesTheReferenceOnRandomShapes) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo& k = *GetParam();
-  const auto env = [](const char* name, uint64_t fallback) {
-    const char* text = std::getenv(name);
-    return text == nullptr || *text == '\0' ? fallback : std::strtoull(text, nullptr, 10);
-  };
+  const auto env = fl::fuzz::env_u64;
   const uint64_t seed = env("FL_FUZZ_SEED", fl::fuzz::kDefaultSeed);
   const bool only_one = std::getenv("FL_FUZZ_ONLY") != nullptr;
   const uint64_t first = only_one ? env("FL_FUZZ_ONLY", 0) : 0;

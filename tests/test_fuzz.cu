@@ -29,34 +29,19 @@
 
 namespace {
 
-// The value of environment variable `name` as an unsigned integer, or `fallback` when it is
-// unset. A malformed value fails the test rather than quietly running the default budget.
-uint64_t env_u64(const char* name, uint64_t fallback) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || text[0] == '-') {
-    ADD_FAILURE() << name << " must be an unsigned integer, got '" << text << "'";
-    return fallback;
-  }
-  return v;
-}
-
 class FuzzTest : public ::testing::TestWithParam<const fl::KernelInfo*> {};
 
 TEST_P(FuzzTest, MatchesTheReferenceOnRandomShapes) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo& k = *GetParam();
   ASSERT_NE(k.tile, nullptr) << k.name();
-  const uint64_t seed = env_u64("FL_FUZZ_SEED", fl::fuzz::kDefaultSeed);
-  const uint64_t cases = env_u64("FL_FUZZ_CASES", fl::fuzz::kDefaultCases);
+  const uint64_t seed = fl::fuzz::env_u64("FL_FUZZ_SEED", fl::fuzz::kDefaultSeed);
+  const uint64_t cases = fl::fuzz::env_u64("FL_FUZZ_CASES", fl::fuzz::kDefaultCases);
   ASSERT_GE(cases, 1u) << "FL_FUZZ_CASES must be >= 1";
   // Cases [first, end): all of them, or the one FL_FUZZ_ONLY names (each case is drawn from its
   // own stream, so it does not depend on FL_FUZZ_CASES).
   const bool only_one = std::getenv("FL_FUZZ_ONLY") != nullptr;
-  const uint64_t first = only_one ? env_u64("FL_FUZZ_ONLY", 0) : 0;
+  const uint64_t first = only_one ? fl::fuzz::env_u64("FL_FUZZ_ONLY", 0) : 0;
   const uint64_t end = only_one ? first + 1 : cases;
 
   // A kernel with fp8_inputs gets each draw in e4m3 (fl::fuzz::as_e4m3, O in the drawn type).
