@@ -19,6 +19,9 @@
 //   wait_group_read<N>()                 until at most N groups still read shared memory: the
 //                                        source may be overwritten
 //   wait_group<N>()                      until at most N groups are incomplete (written)
+//   reduce_add_1d_f32(dst, src, bytes)   adds `bytes` of fp32 from shared memory into global
+//                                        memory, element by element (cp.reduce.async.bulk), in
+//                                        the same groups as the stores
 // The source was written by ordinary stores (st.shared, stmatrix): the writers make them visible
 // to the async proxy (fence.proxy.async.shared::cta, common/ptx/fence_proxy.cuh), then a barrier,
 // then one thread issues the store.
@@ -63,6 +66,16 @@ __device__ __forceinline__ void store_4d(uint32_t src, const void* map, int c0, 
       "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
           reinterpret_cast<uint64_t>(map)),
       "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// cp.reduce.async.bulk .add.f32 shared -> global: dst[i] += src[i] for `bytes` / 4 floats, both
+// 16-byte aligned, `bytes` a multiple of 16; the adds are atomic per element, like red.add.
+__device__ __forceinline__ void reduce_add_1d_f32(float* dst, uint32_t src, uint32_t bytes) {
+  asm volatile(
+      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+          reinterpret_cast<uint64_t>(dst)),
+      "r"(src), "r"(bytes)
       : "memory");
 }
 
