@@ -1,8 +1,9 @@
 // Where the build keeps each rung's objects and their ptxas reports (cmake/keep_ptxas_report.sh
-// writes <object>.ptxas.txt beside each object): rungs 00-16 and the backward rungs built for
-// sm_80 and up (FL_SM80_BACKWARD_RUNGS, 29-31) under FL_KERNEL_OBJECT_DIR (target fl_kernels),
-// the Hopper rungs (17 and up, sm_90a only, less those) under FL_HOPPER_OBJECT_DIR (target
-// fl_kernels_sm90a). All three are defined by tests/CMakeLists.txt.
+// writes <object>.ptxas.txt beside each object): rungs 00-16 and the late rungs built for sm_80
+// and up (FL_SM80_LATE_RUNGS: the backward's 29-32, the serving track's 37) under
+// FL_KERNEL_OBJECT_DIR (target fl_kernels), the Hopper rungs (17 and up, sm_90a only, less
+// those) under FL_HOPPER_OBJECT_DIR (target fl_kernels_sm90a). All three are defined by
+// tests/CMakeLists.txt.
 #pragma once
 
 #include <algorithm>
@@ -52,10 +53,10 @@ inline std::string object_dirs_text(const fl::KernelInfo& k) {
 }
 
 // True for a rung numbered after the Hopper track's start but built for sm_80 and up (a backward
-// rung on mma.sync), as the top-level CMakeLists.txt sorts the folders.
-// FL_SM80_BACKWARD_RUNGS is the CMake list as a string of numbers, "29 30 31".
-inline bool is_sm80_backward_rung(int number) {
-  std::istringstream in(FL_SM80_BACKWARD_RUNGS);
+// or serving rung on mma.sync), as the top-level CMakeLists.txt sorts the folders.
+// FL_SM80_LATE_RUNGS is the CMake list as a string of numbers, "29 30 31 32 37".
+inline bool is_sm80_late_rung(int number) {
+  std::istringstream in(FL_SM80_LATE_RUNGS);
   for (int n; in >> n;)
     if (n == number) return true;
   return false;
@@ -65,7 +66,7 @@ inline bool is_sm80_backward_rung(int number) {
 inline std::vector<const fl::KernelInfo*> hopper_rungs() {
   std::vector<const fl::KernelInfo*> out;
   for (const fl::KernelInfo* k : fl::all_kernels())
-    if (k->number >= FL_HOPPER_FIRST_RUNG && !is_sm80_backward_rung(k->number)) out.push_back(k);
+    if (k->number >= FL_HOPPER_FIRST_RUNG && !is_sm80_late_rung(k->number)) out.push_back(k);
   return out;
 }
 

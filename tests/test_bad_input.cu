@@ -108,9 +108,11 @@ fl::DType input_type(const fl::KernelInfo& k) {
 
 // The base problem: valid for every kernel that takes `t` (B = 1, H_q = 4 over H_kv = 2,
 // Nq = Nk = 256, d = 128, non-causal, with LSE; e4m3 inputs with an fp16 O and descale factors of
-// 1 per tensor), so that each case breaks exactly the rule it names.
-fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128, fl::DType t = fl::DType::f16) {
-  fl::AttnParams p = fl::make_params(t, 1, 4, 256, 256, head_dim);
+// 1 per tensor), so that each case breaks exactly the rule it names. A rung of the serving track
+// (decode calls only) gets `seqlen_q` = 16 queries against the same 256 keys (32 rows of its tile).
+fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128, fl::DType t = fl::DType::f16,
+                           int64_t seqlen_q = 256) {
+  fl::AttnParams p = fl::make_params(t, 1, 4, seqlen_q, 256, head_dim);
   p.heads_kv = 2;
   // Rows padded to 16 bytes (8 elements of 16 bits, 16 of e4m3), for a head dim that is not a
   // multiple; O is 16-bit whatever the inputs.
@@ -128,11 +130,17 @@ fl::AttnParams base_params(Buffers& b, int64_t head_dim = 128, fl::DType t = fl:
   return p;
 }
 
+// The base problem's query count for kernel k: 256, or 16 for a serving rung.
+int64_t base_seqlen_q(const fl::KernelInfo& k) {
+  return k.number >= FL_SERVING_FIRST_RUNG ? 16 : 256;
+}
+
 // The head dims kernel k claims (docs/contract.md): any multiple of 8 for the cuBLAS baseline,
-// 64 and 128 for rungs 01-15, 128 alone for rungs 17-23, and 64, 128 and 256 for rung 16 and for
-// the Hopper rungs from the whole contract (24) on.
+// 64 and 128 for rungs 01-15, 128 alone for rungs 17-23, 64, 128 and 256 for rung 16 and for
+// the Hopper rungs from the whole contract (24) on, and 64 and 128 for the serving rungs.
 bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
   if (k.number == 0) return d % 8 == 0;
+  if (k.number >= FL_SERVING_FIRST_RUNG) return d == 64 || d == 128;
   // 16, 24 and up (the FP8 rung, 28, is rung 27's contract in e4m3).
   if (k.number == 16 || k.number >= 24) return d == 64 || d == 128 || d == 256;
   if (k.number >= 17 && k.number <= 23) return d == 128;  // the Hopper rungs before the contract
@@ -366,7 +374,7 @@ class BadInputTest : public ::testing::TestWithParam<const fl::KernelInfo*> {};
 TEST_P(BadInputTest, RefusedBeforeLaunchNamingKernelAndRule) {
   const fl::KernelInfo& k = *GetParam();
   Buffers b(fl::gpu_available());
-  const fl::AttnParams base = base_params(b, 128, input_type(k));
+  const fl::AttnParams base = base_params(b, 128, input_type(k), base_seqlen_q(k));
   // The base problem is valid: each case below breaks only the rule it names.
   ASSERT_EQ(fl::why_unsupported(k, base), "") << k.name();
   for (const BadCase& c : bad_cases(input_type(k))) {
@@ -385,7 +393,7 @@ TEST_P(BadInputTest, HeadDimsAreTheContractsExactly) {
   int refused = 0;
   for (int64_t d : kHeadDims) {
     SCOPED_TRACE(k.name() + ": d = " + std::to_string(d));
-    const fl::AttnParams p = base_params(b, d, input_type(k));
+    const fl::AttnParams p = base_params(b, d, input_type(k), base_seqlen_q(k));
     if (claims_head_dim(k, d)) {
       EXPECT_EQ(fl::why_unsupported(k, p), "");
     } else {
@@ -405,7 +413,7 @@ TEST_P(BadInputTest, TheOtherInputTypeIsRefused) {
   if (k.fp8_inputs) {
     for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
       SCOPED_TRACE(k.name() + ": " + fl::to_string(t));
-      const fl::AttnParams p = base_params(b, 128, t);
+      const fl::AttnParams p = base_params(b, 128, t, base_seqlen_q(k));
       ASSERT_EQ(fl::check_common(p), "");
       expect_refused(k, p, std::string("takes e4m3 inputs only (got ") + fl::to_string(t) + ")",
                      b);
@@ -413,7 +421,7 @@ TEST_P(BadInputTest, TheOtherInputTypeIsRefused) {
   } else {
     for (fl::DType out : {fl::DType::f16, fl::DType::bf16}) {
       SCOPED_TRACE(k.name() + ": e4m3 -> " + fl::to_string(out));
-      fl::AttnParams p = base_params(b, 128, fl::DType::e4m3);
+      fl::AttnParams p = base_params(b, 128, fl::DType::e4m3, base_seqlen_q(k));
       p.out_dtype = out;
       ASSERT_EQ(fl::check_common(p), "");
       expect_refused(k, p, "takes fp16 and bf16 inputs (got e4m3): e4m3 inputs need rung 28", b);

@@ -80,9 +80,16 @@ TEST(Registry, EveryKernelSupportsTheLadderShape) {
   // Every rung claims at least fp16 and bf16 O (for the 16-bit rungs, fp16 and bf16 inputs; for
   // a kernel with fp8_inputs, e4m3 inputs), d = 128, N = 1024 (a multiple of any block size),
   // and no other input type. Forward rungs: the backward's least is tests/test_backward.cu's.
+  // A rung of the serving track (FL_SERVING_FIRST_RUNG on) takes decode calls alone: its least
+  // is one query row against those 1024 keys.
   for (const fl::KernelInfo* k : fl::forward_kernels()) {
     for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
-      const fl::AttnParams p = shape_for(*k, 1024, 128, false, t);
+      fl::AttnParams p = shape_for(*k, 1024, 128, false, t);
+      if (k->number >= FL_SERVING_FIRST_RUNG) {
+        p.seqlen_q = 1;
+        EXPECT_NE(k->supports(shape_for(*k, 1024, 128, false, t)), "")
+            << k->name() << " is a serving rung: it must leave N = 1024 to the prefill rungs";
+      }
       ASSERT_EQ(fl::check_common(p), "");
       EXPECT_EQ(k->supports(p), "") << k->name() << " " << fl::to_string(p.dtype) << " -> "
                                     << fl::to_string(p.out_dtype);
@@ -166,8 +173,10 @@ TEST(Registry, UnsupportedHeadDimIsRefused) {
 }
 
 TEST(Registry, TiledKernelsRefuseRaggedLengths) {
-  // Rungs 02-15 may demand N a multiple of their block sizes; those that do must say so.
+  // Rungs 02-15 may demand N a multiple of their block sizes; those that do must say so. (A
+  // serving rung refuses N = 1023 queries for its rows; tests/test_decode.cu checks that rule.)
   for (const fl::KernelInfo* k : fl::forward_kernels()) {
+    if (k->number >= FL_SERVING_FIRST_RUNG) continue;
     const fl::AttnParams p = shape_for(*k, 1023, 128);
     const std::string why = fl::why_unsupported(*k, p);
     if (why.empty()) continue;  // the kernel claims any length: the GPU tests check that claim
@@ -277,7 +286,8 @@ namespace {
 TEST(Registry, TmaRungsRefuseLengthsPastTheir32BitCoordinates) {
   int checked = 0;
   for (const fl::KernelInfo* k : fl::forward_kernels()) {
-    if (k->number < 18) continue;
+    // The serving track's rungs (mma.sync, no TMA) refuse these lengths by their rows rule.
+    if (k->number < 18 || k->number >= FL_SERVING_FIRST_RUNG) continue;
     fl::ProblemSpec s;
     s.dtype = k->fp8_inputs ? fl::DType::e4m3 : fl::DType::f16;
     s.seqlen_q = s.seqlen_k = int64_t{1} << 31;

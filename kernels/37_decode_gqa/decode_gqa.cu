@@ -1,0 +1,401 @@
+// =================================================================================================
+// Kernel 37 of 37 — decode_gqa: decode, the query heads of one KV head packed into a tile's rows
+// builds on: 16 (final: mma.sync, ldmatrix, cp.async, the swizzle, the exp2 online softmax) for
+//            the instructions; the first rung of the serving track: a few query rows a sequence
+//            (decode, Nq = 1-16) against a long K/V cache, bound by the bytes of K and V read
+// changes:   1. one block per (KV head, batch); its tile's 64 rows are the g = H_q / H_kv query
+//               heads that share the KV head, at each of the Nq positions: row r = s g + i is
+//               position s, head hk g + i (gathered by cp.async, O and LSE scattered back), so
+//               K and V are read once per KV head, not once per query head
+//            2. the causal mask per row, by its position s (key j visible iff j <= s + Nk - Nq);
+//               a warp whose 16 rows are all padding skips the math, not its share of the copies
+//            3. four stages of 64 keys of K and V in flight (cp.async): decode is bound by the
+//               bytes in flight, the tensor cores have little to do
+// expect:    each K/V byte read once per KV head: GB/s of K + V near the HBM ceiling when the
+//            grid fills the GPU (H_kv x B blocks); few blocks (B = 1) leave SMs idle, which the
+//            key splits of the next rung address; beats rung 16 and 27 on GQA decode, which read
+//            K and V g times in tiles of 64 or 128 rows with one real row
+// supports:  fp16, bf16; d in {64, 128}; Nq x H_q / H_kv <= 64 (longer calls are prefill: the
+//            forward rungs); any Nk >= 1 (up to 2^30); causal or not; MHA, GQA, MQA; any strides
+//            (rows 16-byte aligned), both layouts; LSE optional
+// doc:       docs/kernels/37_decode_gqa.md
+// =================================================================================================
+//
+// Notation: block (hk, b) owns KV head hk of batch b and its g query heads; rows = Nq g <= 64 of
+// the tile are real, the rest padding (zero queries, computed by an active warp, never stored).
+// Warp w owns tile rows [16 w, 16 w + 16); a lane holds rows 16 w + group and + 8 (the mma
+// accumulator layout, lane = 4 group + quad). For each K/V tile j (keys [64 j, 64 j + 64)):
+//   S = Q_w K_j^T         (16 rows x 64 keys per warp, fp32)
+//   the online softmax of rung 16 in base 2 (m, l per row; O rescaled when m moves)
+//   O_w += P V_j          (16 rows x d, fp32, in registers for the whole loop)
+// and at the end O = O_w / l, LSE = ln 2 (m scale log2 e + log2 l).
+//
+// Shared memory (rows swizzled as in rung 06: element (r, c) at swizzle::offset(r, c, d)):
+//   sQ [64][d]                   the packed query tile, loaded once (then kept in registers)
+//   sK [4][64][d], sV [4][64][d] the ring: K and V of tile j in stage j % 4
+// 72 KiB at d = 64, 144 KiB at d = 128 (supports checks the device's limit).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "common/cuda_check.h"
+#include "common/dtype.cuh"
+#include "common/ptx/cp_async.cuh"
+#include "common/ptx/ldmatrix.cuh"
+#include "common/ptx/math.cuh"
+#include "common/ptx/mma.cuh"
+#include "common/ptx/smem.cuh"
+#include "common/ptx/swizzle.cuh"
+#include "common/registry.h"
+
+namespace fl {
+namespace k37_decode_gqa {
+
+constexpr int kRows = 64;      // rows of the packed tile: Nq x g of them real
+constexpr int kBc = 64;        // keys per K/V tile
+constexpr int kStages = 4;     // K/V tiles in the cp.async ring
+constexpr int kThreads = 128;  // four warps of 16 rows
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.69314718055994530942f;
+
+template <int kHeadDim>
+constexpr int smem_bytes() {
+  return (kRows + 2 * kStages * kBc) * kHeadDim * 2;
+}
+
+// ldmatrix x4 of a 16 x 16 A fragment: rows r0.. of a row-major tile of n columns, columns c0..
+// (lanes 0-15 give rows r0 + lane % 16 at c0, lanes 16-31 the same rows at c0 + 8).
+__device__ __forceinline__ void load_a(uint32_t (&a)[4], uint32_t tile, int n, int r0, int c0) {
+  const int lane = threadIdx.x % 32;
+  ptx::ldmatrix_x4(a, tile + swizzle::byte_offset(r0 + lane % 16, c0 + lane / 16 * 8, n));
+}
+
+// The B fragments of two n-tiles (n0.. and n0 + 8..) over k-slice k0..k0 + 15, from a tile
+// stored [n][k] (K: keys x dims): registers {0, 1} are n-tile 0's, {2, 3} n-tile 1's.
+__device__ __forceinline__ void load_b(uint32_t (&b)[4], uint32_t tile, int n, int n0, int k0) {
+  const int lane = threadIdx.x % 32;
+  ptx::ldmatrix_x4(
+      b, tile + swizzle::byte_offset(n0 + lane / 16 * 8 + lane % 8, k0 + lane / 8 % 2 * 8, n));
+}
+
+// The same fragments from a tile stored [k][n] (V: keys x dims) by ldmatrix .trans: matrix i
+// holds k rows k0 + 8 (i % 2).., n columns n0 + 8 (i / 2)..; each lands as load_b's would.
+__device__ __forceinline__ void load_b_trans(uint32_t (&b)[4], uint32_t tile, int n, int n0,
+                                             int k0) {
+  const int lane = threadIdx.x % 32;
+  ptx::ldmatrix_x4_trans(
+      b, tile + swizzle::byte_offset(k0 + lane / 8 % 2 * 8 + lane % 8, n0 + lane / 16 * 8, n));
+}
+
+// The cp.async copies of one K or V tile: kBc rows of a row-major global tile (rows `stride`
+// elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step; a thread keeps its
+// chunk of the row and steps kThreads / (d / 8) rows. Rows >= `valid` (past Nk) are zero-filled
+// (0 source bytes, read from row 0, which exists): zero keys give finite scores, which the mask
+// hides, and zero values add nothing.
+template <typename T, int kHeadDim>
+__device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t stride,
+                                             int valid) {
+  constexpr int kChunks = kHeadDim / 8, kRowsPerStep = kThreads / kChunks;
+  const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks * 8;
+#pragma unroll
+  for (int step = 0; step < kBc / kRowsPerStep; ++step) {
+    const int r = r0 + step * kRowsPerStep;
+    const bool in = r < valid;
+    ptx::cp_async::copy_16(dst + swizzle::byte_offset(r, c, kHeadDim),
+                           src + (in ? r * stride : 0) + c, in ? 16 : 0);
+  }
+}
+
+// Grid (H_kv, B), 128 threads.
+template <typename T, int kHeadDim>
+__global__ void __launch_bounds__(kThreads) decode_kernel(const AttnParams p) {
+  constexpr int kD = kHeadDim, kKSteps = kD / 16, kOTiles = kD / 8, kSTiles = kBc / 8;
+  constexpr uint32_t kStageBytes = kBc * kD * 2;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const uint32_t aQ = ptx::smem_addr(smem);
+  const uint32_t aK = aQ + kRows * kD * 2;
+  const uint32_t aV = aK + kStages * kStageBytes;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int group = lane / 4, quad = lane % 4;
+  const int64_t hk = blockIdx.x, b = blockIdx.y;
+  // 32-bit from here: g, Nq <= 64 and Nk <= 2^30 (supports).
+  const int g = static_cast<int>(p.heads_q / p.heads_kv);
+  const int nq = static_cast<int>(p.seqlen_q), nk = static_cast<int>(p.seqlen_k);
+  const int rows = nq * g;
+  const int diag = nk - nq;  // causal: position s sees the keys j <= s + diag
+  const int n_tiles = (nk + kBc - 1) / kBc;
+  const float scale_log2 = p.softmax_scale * kLog2e;
+
+  // The packed Q tile: row r is position s = r / g of query head hk g + r % g. Padding rows are
+  // zero-filled from the block's first query row (an address inside the tensor).
+  {
+    constexpr int kChunks = kD / 8;
+    const T* q0 = static_cast<const T*>(p.q) + b * p.q_stride.batch + hk * g * p.q_stride.head;
+#pragma unroll
+    for (int step = 0; step < kRows * kChunks / kThreads; ++step) {
+      const int idx = step * kThreads + threadIdx.x;
+      const int r = idx / kChunks, c = idx % kChunks * 8;
+      const bool real = r < rows;
+      const int s = real ? r / g : 0, i = real ? r % g : 0;
+      ptx::cp_async::copy_16(aQ + swizzle::byte_offset(r, c, kD),
+                             q0 + s * p.q_stride.row + i * p.q_stride.head + c, real ? 16 : 0);
+    }
+  }
+  const T* gK = static_cast<const T*>(p.k) + b * p.k_stride.batch + hk * p.k_stride.head;
+  const T* gV = static_cast<const T*>(p.v) + b * p.v_stride.batch + hk * p.v_stride.head;
+  // K_j and V_j into stage j % kStages, by every thread (the padding warps too).
+  auto issue_tile = [&](int j) {
+    const uint32_t stage = static_cast<uint32_t>(j % kStages) * kStageBytes;
+    const int valid = min(kBc, nk - j * kBc);
+    copy_kv_tile<T, kD>(aK + stage, gK + int64_t{j} * kBc * p.k_stride.row, p.k_stride.row,
+                        valid);
+    copy_kv_tile<T, kD>(aV + stage, gV + int64_t{j} * kBc * p.v_stride.row, p.v_stride.row,
+                        valid);
+  };
+  // Prologue: group 0 = {Q, tile 0}, then tiles 1 .. kStages - 2 (a group each, empty past the
+  // last tile, so that every wait below counts the same number of groups).
+  issue_tile(0);
+  ptx::cp_async::commit_group();
+#pragma unroll
+  for (int j = 1; j < kStages - 1; ++j) {
+    if (j < n_tiles) issue_tile(j);
+    ptx::cp_async::commit_group();
+  }
+
+  // A warp whose rows are all padding (rows <= 16 w) does the copies and the barriers only: a
+  // warp-uniform branch around the math.
+  const bool active = 16 * warp < rows;
+  // This lane's two rows (r = 0: row 16 w + group, r = 1: + 8) see the keys [0, end[r]); a
+  // padding row takes Nk (it is computed on zero queries and not stored).
+  int end[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = 16 * warp + group + 8 * r;
+    end[r] = row < rows && p.causal ? min(nk, row / g + 1 + diag) : nk;
+  }
+  // Tiles from mask_from / 64 on hold a key some row does not see (past Nk, or past the
+  // diagonal of position 0, the row that sees fewest): they are masked, the others not.
+  const int mask_from = p.causal ? max(0, min(nk, 1 + diag)) : nk;
+
+  float rO[kOTiles][4];
+#pragma unroll
+  for (int nt = 0; nt < kOTiles; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) rO[nt][e] = 0.f;
+  }
+  float row_max[2] = {-INFINITY, -INFINITY};  // of the raw scores, per row
+  float row_sum[2] = {0.f, 0.f};              // this lane's part of l (the quad adds at the end)
+
+  // Q's A fragments, once: group 0 has landed (this thread's copies; the barrier: everyone's).
+  uint32_t rQ[kKSteps][4];
+  ptx::cp_async::wait_group<kStages - 2>();
+  __syncthreads();
+  if (active) {
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) load_a(rQ[kk], aQ, kD, 16 * warp, 16 * kk);
+  }
+
+#pragma unroll 1
+  for (int j = 0; j < n_tiles; ++j) {
+    // Tile j's group has landed: kStages - 2 newer ones may fly. The barrier: everyone's copies,
+    // and every warp is done with tile j - 1, whose stage the next copies overwrite.
+    ptx::cp_async::wait_group<kStages - 2>();
+    __syncthreads();
+    if (j + kStages - 1 < n_tiles) issue_tile(j + kStages - 1);
+    ptx::cp_async::commit_group();
+    if (!active) continue;
+    const uint32_t stage = static_cast<uint32_t>(j % kStages) * kStageBytes;
+
+    // S = Q_w K_j^T: 16 rows x 64 keys (8 n-tiles of 8 keys).
+    float rS[kSTiles][4];
+#pragma unroll
+    for (int nt = 0; nt < kSTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) rS[nt][e] = 0.f;
+    }
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+#pragma unroll
+      for (int np = 0; np < kSTiles / 2; ++np) {
+        uint32_t bk[4];
+        load_b(bk, aK + stage, kD, 16 * np, 16 * kk);
+        ptx::mma_m16n8k16<T>(rS[2 * np], rQ[kk], {bk[0], bk[1]}, rS[2 * np]);
+        ptx::mma_m16n8k16<T>(rS[2 * np + 1], rQ[kk], {bk[2], bk[3]}, rS[2 * np + 1]);
+      }
+    }
+
+    // The mask: element (nt, e) is key 64 j + 8 nt + 2 quad + e % 2 of row r = e / 2; a key at
+    // or past the row's end scores -inf (P = 0).
+    if ((j + 1) * kBc > mask_from) {
+      const int key0 = j * kBc + 2 * quad;
+#pragma unroll
+      for (int nt = 0; nt < kSTiles; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (key0 + 8 * nt + e % 2 >= end[e / 2]) rS[nt][e] = -INFINITY;
+        }
+      }
+    }
+
+    // The online softmax in base 2 (rung 11): c = scale log2 e, P = 2^(s c - m c). A row's max
+    // is spread over its quad (lanes ^ 1, ^ 2). O and l are rescaled by 2^(m_old c - m_new c)
+    // every tile: a few multiplies against 64 keys x d of loads, nothing to save here.
+    float max_scaled[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = row_max[r];
+#pragma unroll
+      for (int nt = 0; nt < kSTiles; ++nt) m = fmaxf(m, fmaxf(rS[nt][2 * r], rS[nt][2 * r + 1]));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      // A row that has seen only -inf keeps m = -inf: the guard makes its P 2^-inf = 0, not NaN.
+      max_scaled[r] = m == -INFINITY ? 0.f : m * scale_log2;
+      const float correction = ptx::ex2_approx(fmaf(row_max[r], scale_log2, -max_scaled[r]));
+      row_sum[r] *= correction;
+#pragma unroll
+      for (int nt = 0; nt < kOTiles; ++nt) {
+        rO[nt][2 * r] *= correction;
+        rO[nt][2 * r + 1] *= correction;
+      }
+      row_max[r] = m;
+    }
+#pragma unroll
+    for (int nt = 0; nt < kSTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        rS[nt][e] = ptx::ex2_approx(fmaf(rS[nt][e], scale_log2, -max_scaled[e / 2]));
+        row_sum[e / 2] += rS[nt][e];
+      }
+    }
+
+    // O_w += P V_j: P rounded to T is the A fragment as the accumulators hold it (n-tiles 2 ks
+    // and 2 ks + 1 are keys [16 ks, 16 ks + 16)); V_j by ldmatrix .trans, 16 dims a step.
+    uint32_t rP[kBc / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < kBc / 16; ++ks) {
+      rP[ks][0] = pack2<T>(rS[2 * ks][0], rS[2 * ks][1]);
+      rP[ks][1] = pack2<T>(rS[2 * ks][2], rS[2 * ks][3]);
+      rP[ks][2] = pack2<T>(rS[2 * ks + 1][0], rS[2 * ks + 1][1]);
+      rP[ks][3] = pack2<T>(rS[2 * ks + 1][2], rS[2 * ks + 1][3]);
+    }
+#pragma unroll
+    for (int np = 0; np < kD / 16; ++np) {
+#pragma unroll
+      for (int ks = 0; ks < kBc / 16; ++ks) {
+        uint32_t bv[4];
+        load_b_trans(bv, aV + stage, kD, 16 * np, 16 * ks);
+        ptx::mma_m16n8k16<T>(rO[2 * np], rP[ks], {bv[0], bv[1]}, rO[2 * np]);
+        ptx::mma_m16n8k16<T>(rO[2 * np + 1], rP[ks], {bv[2], bv[3]}, rO[2 * np + 1]);
+      }
+    }
+  }
+  if (!active) return;
+
+  // O = O_w / l and LSE = ln 2 (m c + log2 l), scattered back: row 16 w + group + 8 r is
+  // position s = row / g of head hk g + row % g. A row that saw no key has l = 0 and m = -inf:
+  // O = 0 and LSE = -inf. Each lane writes 4 bytes of every 16-byte chunk of its rows (O is a
+  // few rows: its bytes are nothing beside K's and V's).
+  T* o_base = static_cast<T*>(p.o) + b * p.o_stride.batch;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = row_sum[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int row = 16 * warp + group + 8 * r;
+    if (row >= rows) continue;
+    const int s = row / g;
+    const int64_t h = hk * g + row % g;
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    T* o = o_base + h * p.o_stride.head + s * p.o_stride.row + 2 * quad;
+#pragma unroll
+    for (int nt = 0; nt < kOTiles; ++nt) {
+      *reinterpret_cast<uint32_t*>(o + 8 * nt) = pack2<T>(rO[nt][2 * r] * inv,
+                                                          rO[nt][2 * r + 1] * inv);
+    }
+    if (p.lse != nullptr && quad == 0) {
+      p.lse[(b * p.heads_q + h) * nq + s] = (row_max[r] * scale_log2 + log2f(l)) * kLn2;
+    }
+  }
+}
+
+std::string supports(const AttnParams& p) {
+  if (p.head_dim != 64 && p.head_dim != 128) {
+    return "head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")";
+  }
+  const int64_t g = p.heads_q / p.heads_kv;
+  if (p.seqlen_q > kRows || g > kRows || p.seqlen_q * g > kRows) {
+    return "Nq x H_q / H_kv must be <= 64, the rows of one packed tile (got Nq = " +
+           std::to_string(p.seqlen_q) + ", H_q / H_kv = " + std::to_string(g) +
+           "): a longer call is a prefill, for the forward rungs";
+  }
+  if (p.seqlen_k > (int64_t{1} << 30)) {
+    return "Nk must be <= 2^30 (got " + std::to_string(p.seqlen_k) + ")";
+  }
+  if (p.batch > 65535) return "B must be <= 65535 (the grid's y dimension)";
+  if (p.heads_kv > INT_MAX) return "H_kv must be <= 2^31 - 1 (the grid's x dimension)";
+  const int smem = p.head_dim == 64 ? smem_bytes<64>() : smem_bytes<128>();
+  int device = 0, max_smem = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+          cudaSuccess &&
+      smem > max_smem) {
+    return "needs " + std::to_string(smem / 1024) + " KiB of shared memory per block at d = " +
+           std::to_string(p.head_dim) + " (the device allows " + std::to_string(max_smem / 1024) +
+           " KiB)";
+  }
+  cudaGetLastError();  // leave no error behind (no device: the registry reports that)
+  return "";
+}
+
+// The rows the block computes: Nq g rounded up to whole warps of 16 (the padding warps skip).
+TileShape tile(const AttnParams& p) {
+  const int64_t g = p.heads_q / (p.heads_kv > 0 ? p.heads_kv : 1);
+  const int64_t rows = p.seqlen_q > kRows || g > kRows ? kRows : p.seqlen_q * g;
+  return {static_cast<int>(rows >= kRows ? kRows : (rows + 15) / 16 * 16), kBc};
+}
+
+template <typename T, int kHeadDim>
+void launch_typed(const AttnParams& p, cudaStream_t stream) {
+  constexpr int kSmem = smem_bytes<kHeadDim>();
+  FL_CUDA_CHECK(cudaFuncSetAttribute(decode_kernel<T, kHeadDim>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  const dim3 grid(static_cast<unsigned>(p.heads_kv), static_cast<unsigned>(p.batch));
+  decode_kernel<T, kHeadDim><<<grid, kThreads, kSmem, stream>>>(p);
+}
+
+void launch(const AttnParams& p, cudaStream_t stream) {
+  dispatch_dtype(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    if (p.head_dim == 64) {
+      launch_typed<T, 64>(p, stream);
+    } else {
+      launch_typed<T, 128>(p, stream);
+    }
+  });
+}
+
+}  // namespace k37_decode_gqa
+
+const KernelInfo& kernel_37() {
+  static const KernelInfo info = [] {
+    KernelInfo k;
+    k.number = 37;
+    k.slug = "decode_gqa";
+    k.title = "decode: the query heads of a KV head packed into one tile's rows, K and V read "
+              "once per KV head";
+    k.doc = "docs/kernels/37_decode_gqa.md";
+    k.min_sm = 80;
+    k.tile = k37_decode_gqa::tile;
+    k.supports = k37_decode_gqa::supports;
+    k.launch = k37_decode_gqa::launch;
+    return k;
+  }();
+  return info;
+}
+
+}  // namespace fl
