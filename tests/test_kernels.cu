@@ -96,6 +96,30 @@ std::vector<Case> cases() {
     wide.causal = true;
     wide.with_lse = true;
     out.push_back({ty + "_d256_causal_gqa_nq77_nk300", wide});
+    // Decode: a few query rows against a longer K/V, for the rungs that claim any length (the
+    // serving rungs take only these: Nq x H_q / H_kv <= 64, their packed tile's rows).
+    struct Decode {
+      const char* name;
+      int64_t b, hq, hkv, nq, nk, d;
+      bool causal;
+      fl::Layout layout;
+    };
+    const Decode decode[] = {
+        {"_decode_nq1_nk1000_gqa_32_8", 1, 32, 8, 1, 1000, 128, false, fl::Layout::BHND},
+        {"_decode_nq4_nk4096_gqa_32_8_causal", 1, 32, 8, 4, 4096, 128, true, fl::Layout::BNHD},
+        {"_decode_nq16_nk100_gqa_6_2_causal_d64", 2, 6, 2, 16, 100, 64, true, fl::Layout::BHND},
+        {"_decode_nq2_nk777_mqa_16_1", 2, 16, 1, 2, 777, 128, false, fl::Layout::BNHD},
+        {"_decode_nq3_nk5_causal_mha_8_8", 1, 8, 8, 3, 5, 128, true, fl::Layout::BHND},
+    };
+    for (const Decode& c : decode) {
+      fl::ProblemSpec s = base(t, c.b, c.hq, c.nq, c.d);
+      s.heads_kv = c.hkv;
+      s.seqlen_k = c.nk;
+      s.causal = c.causal;
+      s.layout = c.layout;
+      s.with_lse = true;
+      out.push_back({ty + c.name, s});
+    }
   }
   // e4m3 inputs: each fp16 shape again, O in fp16 for even cases and bf16 for odd ones, the
   // descale factors per head for every third (per tensor otherwise). The large-magnitude case

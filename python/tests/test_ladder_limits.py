@@ -5,7 +5,9 @@ tracked tree stays small. CPU only: the files are read as text.
 
 "The rung before" is the one before in the rung's own track: the backward rungs (those that
 register Op::backward, 29 on) are compared with each other, 30 with 29, 31 with 30 and so on; the
-first of them (29) starts its track, as rung 00 does, and has no diff limit."""
+first of them (29) starts its track, as rung 00 does, and has no diff limit. The serving track
+(decode, 37 on: the forward rungs from the one whose banner says it is the first rung of the
+serving track) is a track of its own the same way."""
 import difflib
 import glob
 import os
@@ -35,6 +37,30 @@ def backward_rungs():
                 if re.search(r"\bop = Op::backward;", f.read()):
                     found.add(int(os.path.basename(folder)[:2]))
     return found
+
+
+SERVING_MARKER = "the first rung of the serving track"
+
+
+def serving_rungs():
+    """The numbers of the serving track: the forward rungs numbered from the one whose banner
+    (its opening lines, between the two rules) holds SERVING_MARKER on."""
+    first = None
+    for rung in rungs():
+        for path in glob.glob(os.path.join(KERNELS, rung, "*.cu")):
+            n = banner_lines(path)
+            with open(path, encoding="utf-8") as f:
+                banner = "".join(f.readlines()[:n or 0])
+            if SERVING_MARKER in banner and first is None:
+                first = int(rung[:2])
+    if first is None:
+        return set()
+    backward = backward_rungs()
+    return {int(r[:2]) for r in rungs() if int(r[:2]) >= first and int(r[:2]) not in backward}
+
+
+def track_of(number, backward, serving):
+    return "backward" if number in backward else "serving" if number in serving else "forward"
 
 
 def rungs():
@@ -76,10 +102,10 @@ class Limits(unittest.TestCase):
         return [r for r in rungs() if int(r[:2]) >= FIRST_SPLIT_RUNG]
 
     def test_each_rung_changes_few_lines(self):
-        backward = backward_rungs()
-        for track in (True, False):
-            names = [r for r in rungs() if (int(r[:2]) in backward) == track]
-            # The first rung of a track (00, 29) has no rung before it: no limit.
+        backward, serving = backward_rungs(), serving_rungs()
+        for track in ("forward", "backward", "serving"):
+            names = [r for r in rungs() if track_of(int(r[:2]), backward, serving) == track]
+            # The first rung of a track (00, 29, 37) has no rung before it: no limit.
             for before, rung in zip(names, names[1:]):
                 if int(rung[:2]) < FIRST_SPLIT_RUNG:
                     continue
@@ -91,6 +117,16 @@ class Limits(unittest.TestCase):
         """The rungs the diff test splits the tracks by are found (else 29 would be held to the
         limit against 28, and 30 and 31 would go unchecked)."""
         self.assertEqual(backward_rungs() & {29, 30, 31}, {29, 30, 31})
+
+    def test_the_serving_track_is_read(self):
+        """Rung 37 (decode) starts the serving track and is no backward rung (else it would be
+        held to the limit against rung 36), and no rung before it is in the track."""
+        if not glob.glob(os.path.join(KERNELS, "37_*", "*.cu")):
+            self.skipTest("no rung 37 in this tree")
+        serving = serving_rungs()
+        self.assertIn(37, serving)
+        self.assertEqual(min(serving), 37)
+        self.assertNotIn(37, backward_rungs())
 
     def test_the_diff_counts_what_changed(self):
         a = ["int a;", "int b;", "int c;"]
