@@ -201,8 +201,10 @@ TEST_P(KernelTest, DetectsAWrongAnswer) {
   FL_REQUIRE_GPU();
   const fl::KernelInfo& k = *GetParam();
   fl::CublasHandle cublas;
-  // In the kernel's input type (e4m3 with an fp16 O for a kernel with fp8_inputs).
+  // In the kernel's input type (e4m3 with an fp16 O for a kernel with fp8_inputs); one query
+  // row against the 256 keys for a kernel that takes decode calls alone (the serving rungs).
   fl::ProblemSpec s = fl::test::in_input_type(k, base(fl::DType::f16, 1, 2, 256, 128));
+  if (!fl::why_unsupported(k, fl::placeholder_params(s)).empty()) s.seqlen_q = 1;
   fl::Problem problem(s);
   s.seed += 1;
   fl::Problem other(s);
