@@ -467,6 +467,9 @@ def run_shape_backward(args, ladder, kernels, timer, n):
     else:
         ladder.run(forward, fparams)
         torch.cuda.synchronize()
+        # The gradients are judged with this O and LSE: a build without the fused forward rungs
+        # gives the unfused baseline's (scores rounded to the input type), and looser gradients.
+        print(f"  O and LSE from forward rung {forward}")
     dq, dk, dv = (torch.empty_like(t) for t in (q, k, v))
     for number, name, _title in kernels:
         bparams = flash_ladder.make_backward_params(q, k, v, o, lse, dout, dq, dk, dv,
@@ -491,6 +494,7 @@ def run_shape_backward(args, ladder, kernels, timer, n):
         torch.cuda.synchronize()
         # The gradients of the last timed run are the ones checked.
         row = add_row(name, ms, reps, (dq, dk, dv))
+        row["forward_rung"] = forward
         timed.append((row, run))
 
     retime_rounds(args, timer, timed, f)

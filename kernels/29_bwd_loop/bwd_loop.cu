@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 29 of 35 — bwd_loop: the backward pass, FlashAttention-2's loop on mma.sync
+// Kernel 29 of 36 — bwd_loop: the backward pass, FlashAttention-2's loop on mma.sync
 // builds on: 16 (final: mma.sync, ldmatrix, the swizzle) for the instructions; the first rung of
 //            the backward track, which computes dQ, dK, dV from Q, K, V, O, the LSE and dO
 // changes:   1. three launches: D = rowsum(dO * O) (and the fp32 dQ accumulator zeroed), the main

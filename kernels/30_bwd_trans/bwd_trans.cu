@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 30 of 35 — bwd_trans: transposed operands by ldmatrix.trans, Q and dO double-buffered
+// Kernel 30 of 36 — bwd_trans: transposed operands by ldmatrix.trans, Q and dO double-buffered
 // builds on: 29 (bwd_loop)
 // changes:   1. no transposed copies: K^T, Q^T, dO^T and dS are read from the tiles sK, sQ, sdO
 //               and sdSt by ldmatrix .trans (the B operand of a [k][n] tile, the A operand of a

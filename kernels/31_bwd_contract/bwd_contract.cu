@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 31 of 35 — bwd_contract: the backward's whole contract on mma.sync
+// Kernel 31 of 36 — bwd_contract: the backward's whole contract on mma.sync
 // builds on: 30 (bwd_trans)
 // changes:   1. any Nq, Nk >= 1: the last tiles copied with zero fill; the pre-pass writes the
 //               LSE (times log2 e) and D padded to whole tiles, +inf and 0 in the padding, so the

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 32 of 35 — bwd_dq_adds: fewer, wider adds of dQ into L2
+// Kernel 32 of 36 — bwd_dq_adds: fewer, wider adds of dQ into L2
 // builds on: 31 (bwd_contract)
 // changes:   1. eight warps and 128 keys a block (d <= 128; at d = 256 still 64 keys, two warps
 //               each): every block adds its dQ tile once for twice the keys, so the adds that

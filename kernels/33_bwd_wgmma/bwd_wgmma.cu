@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 33 of 35 — bwd_wgmma: the backward's five GEMMs on wgmma (Hopper)
+// Kernel 33 of 36 — bwd_wgmma: the backward's five GEMMs on wgmma (Hopper)
 // builds on: 32 (bwd_dq_adds: its loop, schedule, masks and dQ adds, unchanged), and the
 //            wgmma, descriptors and 128-byte swizzle of the forward's rung 17
 // changes:   1. a warpgroup owns 64 keys (two a block, 128): S^T = K_w Q^T and dP^T = V_w dO^T

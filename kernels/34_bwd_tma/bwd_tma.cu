@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 34 of 35 — bwd_tma: the backward's tiles by TMA, their arrival on mbarriers
+// Kernel 34 of 36 — bwd_tma: the backward's tiles by TMA, their arrival on mbarriers
 // builds on: 33 (bwd_wgmma)
 // changes:   1. one thread issues every copy: K and V once (four boxes of 64 columns x 128 rows),
 //               and per step Q and dO (two boxes each) by cp.async.bulk.tensor, L and D (256

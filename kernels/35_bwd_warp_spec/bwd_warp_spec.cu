@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 35 of 35 — bwd_warp_spec: a producer warpgroup and two consumers
+// Kernel 35 of 36 — bwd_warp_spec: a producer warpgroup and two consumers
 // builds on: 34 (bwd_tma)
 // changes:   1. a third warpgroup does nothing but copy: one thread waits for a stage to be
 //               empty, arms its full barrier and issues the step's copies, running ahead of the
