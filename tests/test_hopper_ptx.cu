@@ -798,4 +798,52 @@ TEST(TmaStore, StmatrixTileLandsAtItsBoxAndIsClippedAtTheEnd) {
   }
 }
 
+// Every block writes its own values into shared memory (value = 1 + block + 0.25 * index, exact
+// in fp32), then one thread adds the whole run into `acc` with one bulk reduce (and a second
+// block-sized run at `acc + offset` when offset > 0): the adds of all blocks land on the same
+// floats, so the sum checks that each element was added once per block, atomically.
+__global__ void bulk_reduce_kernel(float* acc, int floats, int offset) {
+  extern __shared__ uint8_t smem_raw[];
+  float* buf = reinterpret_cast<float*>(smem_raw);
+  for (int i = threadIdx.x; i < floats; i += blockDim.x) buf[i] = 1.f + blockIdx.x + 0.25f * i;
+  fl::ptx::fence_proxy_async_shared();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const uint32_t bytes = static_cast<uint32_t>(floats) * 4;
+    fl::ptx::tma::reduce_add_1d_f32(acc, fl::ptx::smem_addr(buf), bytes);
+    if (offset > 0) fl::ptx::tma::reduce_add_1d_f32(acc + offset, fl::ptx::smem_addr(buf), bytes);
+    fl::ptx::tma::commit_group();
+    fl::ptx::tma::wait_group<0>();
+  }
+}
+
+TEST(BulkReduce, AddsSharedIntoGlobalOncePerBlockAndLeavesTheRestAlone) {
+  REQUIRE_HOPPER();
+  constexpr int kBlocks = 40, kFloats = 8192, kOffset = 4096;  // 32 KiB, as rung 36's dQ tile
+  constexpr int kTotal = kOffset + kFloats + 64;  // 64 floats past the second run stay as set
+  fl::DeviceBuffer g(kTotal * 4);
+  std::vector<float> init(kTotal);
+  for (int i = 0; i < kTotal; ++i) init[i] = -0.5f * (i % 7);
+  FL_CUDA_CHECK(cudaMemcpy(g.get(), init.data(), g.bytes(), cudaMemcpyHostToDevice));
+  float* acc = static_cast<float*>(g.get());
+  bulk_reduce_kernel<<<kBlocks, 256, kFloats * 4>>>(acc, kFloats, kOffset);
+  FL_CHECK_LAUNCH();
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> host(kTotal);
+  FL_CUDA_CHECK(cudaMemcpy(host.data(), g.get(), g.bytes(), cudaMemcpyDeviceToHost));
+  // Element j receives sum_b (1 + b + 0.25 i) for i = j (first run, j < kFloats) and for
+  // i = j - kOffset (second run): integers and quarters below 2^24, exact in any order.
+  auto run_sum = [&](int i) { return kBlocks * (1.0 + 0.25 * i) + kBlocks * (kBlocks - 1) / 2.0; };
+  size_t wrong = 0;
+  for (int j = 0; j < kTotal; ++j) {
+    double want = init[j];
+    if (j < kFloats) want += run_sum(j);
+    if (j >= kOffset && j < kOffset + kFloats) want += run_sum(j - kOffset);
+    if (host[j] != static_cast<float>(want) && ++wrong <= 5) {
+      ADD_FAILURE() << "acc[" << j << "] = " << host[j] << ", expected " << want;
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+}
+
 }  // namespace
