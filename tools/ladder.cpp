@@ -8,6 +8,13 @@
 //   ./build/ladder --list                  the kernels this build has
 //   ./build/ladder --kernel 28 --dtype e4m3 --out-dtype bf16 --descale head
 //   ./build/ladder --op backward           the backward rungs alone (dQ, dK, dV)
+//   ./build/ladder --op forward --layout bnhd --batch 8 --heads 32 --heads-kv 8 --nq 1 --nk 32768
+//                                          one decode step, every forward rung that takes it
+//
+// Decode (Nq <= 16 query rows against Nk keys): such a call reads all of K and V for few FLOPs a
+// byte, so the forward's table gets a column more, GB/s of K + V: 2 x B x H_kv x Nk x d elements
+// over the median time (Q and O, 2 x B x H_q x Nq x d, left out). The fp32 reference behind the
+// check holds K and V in fp32 once a query head: where it does not fit, --no-verify times alone.
 //
 // Input types: the 16-bit rungs take fp16 and bf16 inputs, a rung with fp8_inputs (28) e4m3
 // inputs only (O in fp16 or bf16, --out-dtype). With no --kernel, or with no --dtype, each kernel
@@ -71,6 +78,7 @@ void usage() {
       "                   after the forward's)\n"
       "  --batch B        (default 8)      --heads H   (default 16)   --heads-kv H_kv\n"
       "  --n N            sets Nq = Nk (default 2048)   --nq Nq   --nk Nk\n"
+      "                   (Nq <= 16, decode: the table adds GB/s of K + V read)\n"
       "  --d D            head dimension (default 128)\n"
       "  --dtype fp16|bf16|e4m3 (default fp16)  --causal   --lse   --layout bhnd|bnhd\n"
       "  --out-dtype fp16|bf16  O's type for e4m3 inputs (default: the 16-bit type, fp16)\n"
@@ -244,6 +252,15 @@ bool load_inputs(Options& o, fl::npy::Array& q, fl::npy::Array& k, fl::npy::Arra
   return true;
 }
 
+// Query rows up to which a call is a decode step: its table gives GB/s of K + V as well.
+constexpr int64_t kDecodeMaxRows = 16;
+
+// Bytes of K and V, what a decode call must read at least: 2 x B x H_kv x Nk x d elements.
+double kv_bytes(const fl::AttnParams& p) {
+  return 2.0 * static_cast<double>(p.batch * p.heads_kv * p.seqlen_k * p.head_dim) *
+         static_cast<double>(fl::element_size(p.dtype));
+}
+
 struct Row {
   const KernelInfo* kernel;
   std::string status;  // "pass", "FAIL", "skip"
@@ -251,6 +268,7 @@ struct Row {
   double ms = 0, tflops = 0, tile_ai = 0, min_ai = 0;
   double max_err = 0, tol = 0;
   bool e4m3 = false;  // ran on e4m3 inputs
+  double gbps = 0;    // GB/s of K + V (printed for a decode shape)
 };
 
 // The two versions of the shape: the 16-bit one and the e4m3 one (see the top of this file).
@@ -377,6 +395,7 @@ int forward_table(Options& opt, std::vector<const KernelInfo*> kernels, bool exp
       std::sort(times.begin(), times.end());
       row.ms = times[times.size() / 2];
       row.tflops = fl::attention_flops(p) / (row.ms * 1e-3) / 1e12;
+      row.gbps = kv_bytes(p) / (row.ms * 1e-3) / 1e9;
       if (opt.verify) {
         // Re-check the output left by the timed runs: a kernel that breaks under repetition
         // cannot post a time.
@@ -406,13 +425,17 @@ int forward_table(Options& opt, std::vector<const KernelInfo*> kernels, bool exp
       std::printf("wrote O to %s\n", opt.o_path.c_str());
     }
 
-    // The table: % of the cuBLAS baseline (kernel 00) and of the rung before.
+    // The table: % of the cuBLAS baseline (kernel 00) and of the rung before; for a decode
+    // shape, GB/s of K + V after TFLOP/s.
     double baseline = 0;
     for (const Row& r : rows) {
       if (r.kernel->number == 0 && r.tflops > 0) baseline = r.tflops;
     }
-    std::printf("\n%-20s %9s %9s %8s %8s %9s %9s %10s %10s  %s\n", "kernel", "ms", "TFLOP/s",
-                "%cuBLAS", "%prev", "AI tile", "AI min", "max err", "tolerance", "check");
+    const bool decode = opt.spec.seqlen_q <= kDecodeMaxRows;
+    std::printf("\n%-20s %9s %9s", "kernel", "ms", "TFLOP/s");
+    if (decode) std::printf(" %9s", "GB/s K+V");
+    std::printf(" %8s %8s %9s %9s %10s %10s  %s\n", "%cuBLAS", "%prev", "AI tile", "AI min",
+                "max err", "tolerance", "check");
     double prev = 0;
     for (const Row& r : rows) {
       if (r.status == "skip") {
@@ -422,9 +445,10 @@ int forward_table(Options& opt, std::vector<const KernelInfo*> kernels, bool exp
       const std::string pct_base = baseline > 0 ? fmt(100.0 * r.tflops / baseline) : "-";
       const std::string pct_prev = (prev > 0 && r.kernel->number > 0) ? fmt(100.0 * r.tflops / prev) : "-";
       const std::string name = r.kernel->name() + (r.e4m3 ? " [e4m3]" : "");
-      std::printf("%-20s %9.3f %9.2f %8s %8s %9.1f %9.1f %10.2e %10.2e  %s%s%s\n",
-                  name.c_str(), r.ms, r.tflops, pct_base.c_str(), pct_prev.c_str(),
-                  r.tile_ai, r.min_ai, r.max_err, r.tol, r.status.c_str(),
+      std::printf("%-20s %9.3f %9.2f", name.c_str(), r.ms, r.tflops);
+      if (decode) std::printf(" %9.1f", r.gbps);
+      std::printf(" %8s %8s %9.1f %9.1f %10.2e %10.2e  %s%s%s\n", pct_base.c_str(),
+                  pct_prev.c_str(), r.tile_ai, r.min_ai, r.max_err, r.tol, r.status.c_str(),
                   r.note.empty() ? "" : ": ", r.note.c_str());
       if (r.kernel->number > 0) prev = r.tflops;
     }
