@@ -32,6 +32,19 @@
 //   --ladder_max_seconds=S  skip a (kernel, shape) whose predicted single run exceeds S seconds
 //                           (predicted from the same kernel's previous, smaller shape; 0 = off)
 //   --ladder_op=forward|backward|both  the rows to register (default both)
+//   --ladder_decode=0|1     the decode rows (default 1; forward rows, so --ladder_op=backward
+//                           leaves them out too)
+//
+// The decode rows, named ladder_decode/...: one query row a sequence (Nq = 1) against a long K/V
+// cache in the serving layout (BNHD: K, V [B, Nk, H_kv, d]), d = 128, in each 16-bit type of
+// --ladder_dtype, over B in 1, 8, 64, Nk in 4096, 32768, 131072, heads 32/8 (GQA) and 32/32
+// (MHA); for each shape the highest-numbered kernel of the selection that takes it (with no
+// --ladder_kernels, the library's best). Verified and timed as the other forward rows. Decode
+// reads all of K and V for a few FLOPs a byte, so its measure is counter GBps: the bytes of K and
+// V (2 B H_kv Nk d x 2 bytes; Q and O, 0.1% of that at most here, left out) per second of GPU
+// time, in GB/s (10^9 B/s). A shape whose tensors do not fit in the free device memory is not
+// registered; one whose fp32 reference (common/reference.cu) does not fit is reported as an error
+// row that says so.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -71,6 +84,7 @@ struct Flags {
   std::vector<bool> causal = {false};
   double max_seconds = 0;
   bool forward = true, backward = true;  // --ladder_op
+  bool decode = true;                    // --ladder_decode
 };
 
 // Removes the --ladder_* flags from argv so that Google Benchmark sees only its own.
@@ -118,6 +132,13 @@ Flags parse_flags(int* argc, char** argv) {
       }
       f.forward = op != "backward";
       f.backward = op != "forward";
+    } else if (const char* v = value("--ladder_decode")) {
+      const std::string on = v;
+      if (on != "0" && on != "1") {
+        std::fprintf(stderr, "ladder_bench: --ladder_decode takes 0 or 1, got '%s'\n", v);
+        std::exit(1);
+      }
+      f.decode = on == "1";
     } else {
       argv[out++] = argv[i];
     }
@@ -150,17 +171,36 @@ fl::L2Flusher& flusher() {
   return f;
 }
 
+// Bytes of K and V, what a decode call must read: 2 x B x H_kv x Nk x d elements.
+double kv_bytes(const fl::AttnParams& p) {
+  return 2.0 * static_cast<double>(p.batch * p.heads_kv * p.seqlen_k * p.head_dim) *
+         static_cast<double>(fl::element_size(p.dtype));
+}
+
+// decode: the row is a ladder_decode one (counters GBps, Nk and H_kv as well).
 void run_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemSpec spec,
-             double max_seconds) {
+             double max_seconds, bool decode) {
   Cache& c = cache();
   const std::string key = spec.describe();
   if (c.key != key) {
     c.reference.reset();
     c.problem.reset();
-    c.problem = std::make_unique<fl::Problem>(spec);
-    c.reference = std::make_unique<fl::Reference>(*c.problem, cublas());
-    c.key = key;
+    c.key.clear();
     c.verified.clear();
+    try {
+      c.problem = std::make_unique<fl::Problem>(spec);
+      c.reference = std::make_unique<fl::Reference>(*c.problem, cublas());
+    } catch (const fl::CudaError& e) {
+      // Out of device memory, most likely (the fp32 reference holds K and V in fp32, for every
+      // query head): no row, and no error left behind for the next launch check.
+      c.reference.reset();
+      c.problem.reset();
+      cudaGetLastError();
+      state.SkipWithError(("the problem and its fp32 reference do not fit: " +
+                           std::string(e.what())).c_str());
+      return;
+    }
+    c.key = key;
   }
   fl::Problem& problem = *c.problem;
   const fl::AttnParams& p = problem.params();
@@ -213,6 +253,13 @@ void run_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemS
   state.counters["d"] = static_cast<double>(p.head_dim);
   state.counters["causal"] = p.causal ? 1 : 0;
   state.counters["backward"] = 0;
+  if (decode) {
+    state.counters["Nk"] = static_cast<double>(p.seqlen_k);
+    state.counters["H_kv"] = static_cast<double>(p.heads_kv);
+    // Bytes of all the timed runs, in GB; kIsRate divides by their (manual) time: GB/s.
+    state.counters["GBps"] = benchmark::Counter(kv_bytes(p) * static_cast<double>(runs) / 1e9,
+                                                benchmark::Counter::kIsRate);
+  }
   std::string label = fl::to_string(p.dtype);
   if (p.dtype == fl::DType::e4m3 && p.out_dtype != fl::DType::f16) {
     label += std::string(" O=") + fl::to_string(p.out_dtype);
@@ -298,6 +345,22 @@ void run_backward_one(benchmark::State& state, const fl::KernelInfo* kernel, fl:
   state.SetLabel(std::string(fl::to_string(p.dtype)) + " backward");
 }
 
+// A ladder_decode row: the backward's problem (kept from the last ladder_bwd row) is released
+// first, so that the largest decode shapes have the memory; then the forward's run_one.
+void run_decode(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemSpec spec) {
+  BwdCache& b = bwd_cache();
+  b.reference.reset();
+  b.problem.reset();
+  b.key.clear();
+  b.verified.clear();
+  run_one(state, kernel, spec, 0, true);
+}
+
+// The decode rows' shapes (see the top of this file): Nq = 1, d = 128, BNHD.
+constexpr int64_t kDecodeHeads[][2] = {{32, 8}, {32, 32}};  // H_q, H_kv
+constexpr int64_t kDecodeBatch[] = {1, 8, 64};
+constexpr int64_t kDecodeKeys[] = {4096, 32768, 131072};
+
 // The name's type part: "fp16", "bf16", "e4m3" (O fp16), "e4m3-bf16" (O bf16).
 std::string type_part(const fl::ProblemSpec& s) {
   std::string t = fl::to_string(s.dtype);
@@ -360,7 +423,8 @@ int main(int argc, char** argv) {
               std::ostringstream name;
               name << "ladder/" << k->name() << "/" << type_part(s) << "/d" << d
                    << (causal ? "/causal" : "") << "/N" << n << "/B" << s.batch;
-              benchmark::RegisterBenchmark(name.str().c_str(), run_one, k, s, flags.max_seconds)
+              benchmark::RegisterBenchmark(name.str().c_str(), run_one, k, s, flags.max_seconds,
+                                           false)
                   ->UseManualTime()
                   ->Unit(benchmark::kMillisecond)
                   ->MinTime(0.2)
@@ -379,6 +443,50 @@ int main(int argc, char** argv) {
                  << (causal ? "/causal" : "") << "/N" << n << "/B" << spec.batch;
             benchmark::RegisterBenchmark(name.str().c_str(), run_backward_one, k, spec,
                                          flags.max_seconds)
+                ->UseManualTime()
+                ->Unit(benchmark::kMillisecond)
+                ->MinTime(0.2)
+                ->Repetitions(3)
+                ->ReportAggregatesOnly(true);
+          }
+        }
+      }
+    }
+  }
+  // The decode rows, after the others: for each shape the highest-numbered selected kernel that
+  // takes it, when the tensors fit in the free memory.
+  if (flags.forward && flags.decode) {
+    size_t free_bytes = 0, total_bytes = 0;
+    FL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    for (fl::DType dtype : flags.dtypes) {
+      if (dtype == fl::DType::e4m3) continue;
+      for (const auto& heads : kDecodeHeads) {
+        for (int64_t b : kDecodeBatch) {
+          for (int64_t nk : kDecodeKeys) {
+            fl::ProblemSpec spec;
+            spec.dtype = dtype;
+            spec.head_dim = 128;
+            spec.batch = b;
+            spec.heads_q = heads[0];
+            spec.heads_kv = heads[1];
+            spec.seqlen_q = 1;
+            spec.seqlen_k = nk;
+            spec.layout = fl::Layout::BNHD;
+            const fl::AttnParams p = fl::placeholder_params(spec);
+            // K and V, Q, and the two outputs verify() compares.
+            const double tensors = kv_bytes(p) + 3.0 * static_cast<double>(
+                p.batch * p.heads_q * p.seqlen_q * p.head_dim * fl::element_size(p.dtype));
+            if (tensors > static_cast<double>(free_bytes)) continue;
+            const fl::KernelInfo* best = nullptr;
+            for (auto it = kernels.rbegin(); it != kernels.rend() && best == nullptr; ++it) {
+              if (!(*it)->fp8_inputs && fl::why_unsupported(**it, p).empty()) best = *it;
+            }
+            if (best == nullptr) continue;
+            std::ostringstream name;
+            name << "ladder_decode/" << best->name() << "/" << type_part(spec) << "/d"
+                 << spec.head_dim << "/H" << heads[0] << "-" << heads[1] << "/Nq1/Nk" << nk
+                 << "/B" << b;
+            benchmark::RegisterBenchmark(name.str().c_str(), run_decode, best, spec)
                 ->UseManualTime()
                 ->Unit(benchmark::kMillisecond)
                 ->MinTime(0.2)
