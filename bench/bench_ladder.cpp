@@ -203,7 +203,7 @@ void run_one(benchmark::State& state, const fl::KernelInfo* kernel, fl::ProblemS
     c.key = key;
   }
   fl::Problem& problem = *c.problem;
-  const fl::AttnParams& p = problem.params();
+  const fl::AttnParams& p = problem.params_for(*kernel);  // its workspace, if it needs one
   const double flops = fl::attention_flops(p);
 
   if (max_seconds > 0 && c.last_tflops.count(kernel->number) &&

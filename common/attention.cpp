@@ -204,6 +204,17 @@ std::string check_tensor(const char* name, const void* ptr, const Strides& s, in
   return "";
 }
 
+std::string check_workspace(const void* workspace, int64_t bytes) {
+  if (bytes < 0) return "workspace_bytes must be >= 0";
+  if (bytes > 0 && workspace == nullptr) {
+    return "workspace is a null pointer but workspace_bytes is " + std::to_string(bytes);
+  }
+  if (workspace != nullptr && reinterpret_cast<uintptr_t>(workspace) % 256 != 0) {
+    return "workspace must be 256-byte aligned";
+  }
+  return "";
+}
+
 std::string check_common(const AttnParams& p) {
   const std::string shape = check_shape(p);
   if (!shape.empty()) return shape;
@@ -227,6 +238,8 @@ std::string check_common(const AttnParams& p) {
   if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0) {
     return "LSE must be 4-byte aligned";
   }
+  const std::string ws = check_workspace(p.workspace, p.workspace_bytes);
+  if (!ws.empty()) return ws;
   return check_descales(p);
 }
 
@@ -253,15 +266,7 @@ std::string check_backward(const BwdParams& b) {
         check_tensor(t.name, t.ptr, *t.s, p.batch, t.heads, t.rows, p.head_dim, e);
     if (!bad.empty()) return bad;
   }
-  if (b.workspace_bytes < 0) return "workspace_bytes must be >= 0";
-  if (b.workspace_bytes > 0 && b.workspace == nullptr) {
-    return "workspace is a null pointer but workspace_bytes is " +
-           std::to_string(b.workspace_bytes);
-  }
-  if (b.workspace != nullptr && reinterpret_cast<uintptr_t>(b.workspace) % 256 != 0) {
-    return "workspace must be 256-byte aligned";
-  }
-  return "";
+  return check_workspace(b.workspace, b.workspace_bytes);
 }
 
 BwdParams make_bwd_params(const AttnParams& fwd) {

@@ -71,6 +71,14 @@ struct AttnParams {
   const float* k_descale = nullptr;
   const float* v_descale = nullptr;
   bool descale_per_head = false;
+
+  // Scratch device memory for a forward rung that needs it (the split-key decode's partial
+  // outputs): at least the size the registry reports for the kernel and the sizes
+  // (workspace_bytes), 256-byte aligned; its contents need not be anything on entry, and the
+  // call owns it until the stream reaches the call's end. Null with 0 for every other rung.
+  // (The backward's scratch is BwdParams::workspace; a backward call leaves these null.)
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
 };
 
 // Fills the strides for the [B, H, N, d] layout ("BHND") or the [B, N, H, d] layout ("BNHD").
@@ -100,8 +108,13 @@ std::string check_shape(const AttnParams& p);
 // e4m3; O's by out_dtype) and rows >= d apart, offsets that fit in int64, LSE 4-byte aligned; the
 // descale factors: for e4m3 inputs non-null and every factor finite and > 0 (1 per tensor, or
 // B x H_q for Q and B x H_kv for K and V with descale_per_head), for fp16/bf16 inputs null (and
-// descale_per_head false). Returns "" when the parameters are well formed, else the broken rule.
+// descale_per_head false); the workspace (check_workspace). Returns "" when the parameters are
+// well formed, else the broken rule.
 std::string check_common(const AttnParams& p);
+
+// A workspace of `bytes` at `workspace`: bytes >= 0, non-null when bytes > 0, 256-byte aligned.
+// (Whether it is large enough depends on the kernel: why_unsupported checks that.)
+std::string check_workspace(const void* workspace, int64_t bytes);
 
 // The backward of the same problem: given dO = dLoss/dO, the gradients dQ, dK, dV (GQA: dK and
 // dV per KV head, summed over the H_q / H_kv query heads that share it). With S = scale Q K^T,
@@ -117,7 +130,7 @@ struct BwdParams {
   void* dv = nullptr;          // dV, shaped like V   [B, H_kv, Nk, d]
   Strides do_stride, dq_stride, dk_stride, dv_stride;
   // Scratch the kernel needs (fp32 dQ accumulator, D, ...): at least the size the registry
-  // reports for the kernel and shape (backward_workspace_bytes), 256-byte aligned. Its contents
+  // reports for the kernel and shape (workspace_bytes), 256-byte aligned. Its contents
   // need not be anything on entry; the call owns it until the stream reaches the call's end.
   void* workspace = nullptr;
   int64_t workspace_bytes = 0;

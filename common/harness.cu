@@ -104,6 +104,10 @@ AttnParams placeholder_params(const ProblemSpec& spec) {
     const float* ones = unit_factors(p.descale_per_head ? spec.batch * spec.heads_q : 1);
     p.q_descale = p.k_descale = p.v_descale = ones;
   }
+  // A workspace as large as any rung could ask: the claim is decided by every other rule (the
+  // caller sizes the real one for the rung it runs, as Problem::params_for does).
+  p.workspace = reinterpret_cast<void*>(0x6000);
+  p.workspace_bytes = INT64_MAX;
   return p;
 }
 
@@ -235,9 +239,19 @@ Reference::Reference(const Problem& problem, CublasHandle& cublas) {
   lse_lowp_scores_err_ = compare_fp32(lse_lowp.as<float>(), lse32_.as<float>(), rows).max_abs_err;
 }
 
+AttnParams& Problem::params_for(const KernelInfo& kernel) {
+  const int64_t need = workspace_bytes(kernel, params_);
+  if (need > params_.workspace_bytes) {
+    workspace.resize(need);
+    params_.workspace = workspace.get();
+    params_.workspace_bytes = need;
+  }
+  return params_;
+}
+
 Verdict verify(const KernelInfo& kernel, Problem& problem, const Reference& reference,
                cudaStream_t stream) {
-  AttnParams& p = problem.params();
+  AttnParams& p = problem.params_for(kernel);
   const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
   Verdict v;
   std::ostringstream why;
@@ -311,7 +325,7 @@ BwdParams placeholder_bwd_params(const ProblemSpec& spec, const KernelInfo& kern
   b.dq = reinterpret_cast<void*>(0x7000);
   b.dk = reinterpret_cast<void*>(0x8000);
   b.dv = reinterpret_cast<void*>(0x9000);
-  b.workspace_bytes = backward_workspace_bytes(kernel, b.fwd);
+  b.workspace_bytes = workspace_bytes(kernel, b.fwd);
   b.workspace = b.workspace_bytes > 0 ? reinterpret_cast<void*>(0x10000) : nullptr;
   return b;
 }
@@ -392,7 +406,7 @@ void BwdProblem::set_inputs(const float* hq, const float* hk, const float* hv,
 }
 
 void BwdProblem::prepare_workspace(const KernelInfo& kernel) {
-  const int64_t need = backward_workspace_bytes(kernel, params_.fwd);
+  const int64_t need = workspace_bytes(kernel, params_.fwd);
   if (need > static_cast<int64_t>(workspace.bytes())) workspace.resize(static_cast<size_t>(need));
   params_.workspace = workspace.get();
   params_.workspace_bytes = static_cast<int64_t>(workspace.bytes());

@@ -39,7 +39,8 @@ struct ProblemSpec {
 // The parameters a Problem of `spec` will have (params()), with placeholder 16-byte aligned
 // addresses for the tensors (and the LSE when spec.with_lse) and, for e4m3 inputs, descale
 // factors of 1 (host memory that lives as long as the program): what why_unsupported and tile()
-// need to decide a claim without allocating anything. Never to be launched.
+// need to decide a claim without allocating anything, and a workspace pointer and size that
+// satisfy any rung (Problem::params_for sizes the real one). Never to be launched.
 AttnParams placeholder_params(const ProblemSpec& spec);
 
 // Device tensors for one problem, filled with seeded randn; O poisoned (NaN) until a kernel runs.
@@ -58,6 +59,9 @@ class Problem {
   const ProblemSpec& spec() const { return spec_; }
   const AttnParams& params() const { return params_; }
   AttnParams& params() { return params_; }
+  // The params with the workspace `kernel` needs for them (workspace_bytes), grown here when it
+  // is short: call it outside any timed region. verify() does.
+  AttnParams& params_for(const KernelInfo& kernel);
   void poison_output(cudaStream_t stream = nullptr);
   // O (out_dtype) as fp32 in [B, H_q, Nq, d] order.
   std::vector<float> output_host() const;
@@ -66,7 +70,7 @@ class Problem {
   const std::vector<float>& k_descale() const { return k_descale_; }
   const std::vector<float>& v_descale() const { return v_descale_; }
 
-  DeviceBuffer q, k, v, o, o2, lse;
+  DeviceBuffer q, k, v, o, o2, lse, workspace;
 
  private:
   void point_at_descales();
@@ -119,7 +123,7 @@ constexpr Grad kAllGrads[kGrads] = {Grad::dq, Grad::dk, Grad::dv};
 
 // The parameters a BwdProblem of `spec` will have, with placeholder aligned addresses for every
 // tensor and the LSE, and a workspace (a placeholder too) of the size `kernel` asks for this
-// shape (backward_workspace_bytes): what why_unsupported_backward needs to decide a claim
+// shape (workspace_bytes): what why_unsupported_backward needs to decide a claim
 // without allocating anything. Never to be launched.
 BwdParams placeholder_bwd_params(const ProblemSpec& spec, const KernelInfo& kernel);
 
@@ -141,7 +145,7 @@ class BwdProblem {
   const ProblemSpec& spec() const { return spec_; }
   const BwdParams& params() const { return params_; }
   BwdParams& params() { return params_; }
-  // Makes the workspace at least backward_workspace_bytes(kernel, shape) (it only grows: one
+  // Makes the workspace at least workspace_bytes(kernel, shape) (it only grows: one
   // buffer serves every kernel) and points params() at it, its whole size; a kernel that needs
   // none gets a null workspace of 0 bytes while none was allocated.
   void prepare_workspace(const KernelInfo& kernel);

@@ -47,6 +47,14 @@ std::string why_not_this_device(const KernelInfo& kernel) {
   return "";
 }
 
+// "" when `have` bytes of workspace are enough for `kernel` on p's sizes, else the rule.
+std::string why_workspace_short(const KernelInfo& kernel, const AttnParams& p, int64_t have) {
+  const int64_t need = kernel.workspace == nullptr ? 0 : kernel.workspace(p);
+  if (have >= need) return "";
+  return "the workspace holds " + std::to_string(have) + " bytes; this shape needs " +
+         std::to_string(need) + " (workspace_bytes)";
+}
+
 }  // namespace
 
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
@@ -63,6 +71,7 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
   }
   if (why.empty()) why = kernel.supports(p);
   if (why.empty()) why = why_not_this_device(kernel);
+  if (why.empty()) why = why_workspace_short(kernel, p, p.workspace_bytes);
   return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
 }
 
@@ -74,19 +83,13 @@ std::string why_unsupported_backward(const KernelInfo& kernel, const BwdParams& 
   std::string why = check_backward(b);
   if (why.empty()) why = kernel.supports_backward(b);
   if (why.empty()) why = why_not_this_device(kernel);
-  if (why.empty()) {
-    const int64_t need = kernel.backward_workspace(b.fwd);
-    if (b.workspace_bytes < need) {
-      why = "the workspace holds " + std::to_string(b.workspace_bytes) + " bytes; this shape needs " +
-            std::to_string(need) + " (backward_workspace_bytes)";
-    }
-  }
+  if (why.empty()) why = why_workspace_short(kernel, b.fwd, b.workspace_bytes);
   return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
 }
 
-int64_t backward_workspace_bytes(const KernelInfo& kernel, const AttnParams& p) {
-  if (kernel.op != Op::backward || check_shape(p) != "") return 0;
-  return kernel.backward_workspace(p);
+int64_t workspace_bytes(const KernelInfo& kernel, const AttnParams& p) {
+  if (kernel.workspace == nullptr || check_shape(p) != "") return 0;
+  return kernel.workspace(p);
 }
 
 const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why) {
@@ -106,10 +109,14 @@ const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why) {
 }
 
 const KernelInfo* best_kernel(const AttnParams& p, std::string* why) {
+  // The workspace is the caller's to size for the kernel chosen: judge every other rule.
+  AttnParams sized = p;
+  sized.workspace_bytes = INT64_MAX;
+  if (sized.workspace == nullptr) sized.workspace = reinterpret_cast<void*>(256);  // never read
   std::string reasons;
   const auto& kernels = forward_kernels();
   for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
-    const std::string no = why_unsupported(**it, p);
+    const std::string no = why_unsupported(**it, sized);
     if (no.empty()) return *it;
     reasons += "\n  " + no;
   }

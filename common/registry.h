@@ -48,17 +48,20 @@ struct KernelInfo {
   // e4m3 Q, K, V with descale factors (rung 28, which takes nothing else). why_unsupported
   // refuses the other kind by this field.
   bool fp8_inputs = false;
-  // The backward rungs (29+) set op = Op::backward and the three fields after it, and leave
-  // tile, supports and launch (the forward's) null.
+  // Bytes of scratch device memory the kernel needs for a call of these sizes (sizes, causal,
+  // dtype, the device's SM count: the pointers of p are not read), for either op: the
+  // backward's fp32 dQ accumulator, the split-key decode's partial outputs. Null: none. The
+  // caller provides it (AttnParams::workspace for the forward, BwdParams::workspace for the
+  // backward), so that nothing allocates inside a call.
+  int64_t (*workspace)(const AttnParams&) = nullptr;
+  // The backward rungs (29+) set op = Op::backward and the two fields after it (and workspace),
+  // and leave tile, supports and launch (the forward's) null.
   Op op = Op::forward;
   // "" when the kernel supports these parameters (beyond check_backward), else the broken rule.
   std::string (*supports_backward)(const BwdParams&) = nullptr;
   // Enqueues the backward on `stream`; called only after every check passed, the workspace
   // included.
   void (*launch_backward)(const BwdParams&, cudaStream_t) = nullptr;
-  // Bytes of workspace the backward needs for this problem (sizes, causal, dtype: the pointers
-  // of p are not read).
-  int64_t (*backward_workspace)(const AttnParams&) = nullptr;
 
   std::string name() const;  // "01_naive"
 };
@@ -72,26 +75,29 @@ const std::vector<const KernelInfo*>& backward_kernels();
 // The kernel with this number or name ("8", "08", "08_double_buffer"); nullptr when absent.
 const KernelInfo* find_kernel(const std::string& key);
 
-// "" when `kernel` can run `p` on the current device, else why not (names the kernel and rule).
-// A backward rung is refused here ("is a backward rung").
+// "" when `kernel` can run `p` on the current device, else why not (names the kernel and rule):
+// check_common, the input type, the kernel's supports, the device, and the workspace size (at
+// least workspace_bytes). A backward rung is refused here ("is a backward rung").
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
 
 // The same for the backward: check_backward, the kernel's op, its supports_backward, the device,
-// and the workspace size (at least backward_workspace_bytes). A forward rung is refused.
+// and the workspace size (at least workspace_bytes). A forward rung is refused.
 std::string why_unsupported_backward(const KernelInfo& kernel, const BwdParams& b);
 
-// The workspace `kernel` needs for the backward of p (0 for a forward rung).
-int64_t backward_workspace_bytes(const KernelInfo& kernel, const AttnParams& p);
+// The workspace `kernel` needs for a call of p's sizes, in its op (0 when it needs none, or when
+// p's shape breaks check_shape).
+int64_t workspace_bytes(const KernelInfo& kernel, const AttnParams& p);
 
 // The kernel "best" stands for: of the kernels that can run `p` on the current device, the one
 // with the highest number. The ladder's order is its order of speed on the sweep (README), so
 // that is the fastest one that takes the call: a Hopper rung on an H100 where the call is in its
-// contract, rung 16 for the rest of rung 16's. nullptr when no kernel can; `why` (if given) then
+// contract, rung 16 for the rest of rung 16's. The workspace size is not part of the choice (ask
+// workspace_bytes of the kernel this returns). nullptr when no kernel can; `why` (if given) then
 // holds every kernel's reason, one an indented line, highest number first.
 const KernelInfo* best_kernel(const AttnParams& p, std::string* why = nullptr);
 
 // The same among the backward rungs (the workspace size is not part of the choice: ask
-// backward_workspace_bytes of the kernel this returns).
+// workspace_bytes of the kernel this returns).
 const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why = nullptr);
 
 // Checks the arguments (throws UnsupportedError naming the kernel and the rule), then launches

@@ -88,8 +88,21 @@ class Ladder(flash_ladder.Library):
             super().__init__(path)
         except (flash_ladder.FlashLadderError, flash_ladder.LibraryNotFoundError) as e:
             sys.exit(str(e))
+        self._sizes, self._workspaces = {}, {}  # run()'s workspace sizes and buffers
 
     def run(self, number, params):
+        """fl_run, with the workspace the kernel needs for params' sizes (the split-key decode's):
+        allocated at the first call of a (kernel, size) and kept, so that timed calls allocate
+        nothing."""
+        key = (number, params.dtype, params.batch, params.heads_q, params.heads_kv,
+               params.seqlen_q, params.seqlen_k, params.head_dim, params.causal)
+        if key not in self._sizes:
+            self._sizes[key] = self.workspace_size(number, params)
+        size = self._sizes[key]
+        if size > params.workspace_bytes:
+            if size not in self._workspaces:
+                self._workspaces[size] = torch.empty(size, dtype=torch.uint8, device="cuda")
+            params.workspace, params.workspace_bytes = self._workspaces[size].data_ptr(), size
         super().run(number, params, torch.cuda.current_stream().cuda_stream)
 
     def run_backward(self, number, bparams):

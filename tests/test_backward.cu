@@ -243,7 +243,7 @@ fl::KernelInfo stand_in_kernel() {
   k.op = fl::Op::backward;
   k.supports_backward = takes_any_backward;
   k.launch_backward = stand_in_launch;
-  k.backward_workspace = no_workspace;
+  k.workspace = no_workspace;
   return k;
 }
 
@@ -558,7 +558,7 @@ std::vector<fl::KernelInfo> backward_rungs_and_stand_in() {
   std::vector<fl::KernelInfo> out;
   for (const fl::KernelInfo* k : fl::backward_kernels()) out.push_back(*k);
   fl::KernelInfo s = stand_in_kernel();
-  s.backward_workspace = [](const fl::AttnParams& p) { return 4 * p.seqlen_q * p.head_dim; };
+  s.workspace = [](const fl::AttnParams& p) { return 4 * p.seqlen_q * p.head_dim; };
   out.push_back(s);
   return out;
 }
@@ -568,7 +568,7 @@ TEST(BackwardRules, TheWorkspaceMustHoldWhatTheKernelAsks) {
     for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
       SCOPED_TRACE(k.name() + " " + fl::to_string(t));
       fl::BwdParams b = fl::placeholder_bwd_params(ladder_minimum(t), k);
-      const int64_t need = fl::backward_workspace_bytes(k, b.fwd);
+      const int64_t need = fl::workspace_bytes(k, b.fwd);
       EXPECT_EQ(b.workspace_bytes, need);
       EXPECT_EQ(fl::why_unsupported_backward(k, b), "") << "the ladder's minimum shape";
       if (need == 0) continue;
@@ -576,7 +576,7 @@ TEST(BackwardRules, TheWorkspaceMustHoldWhatTheKernelAsks) {
       const std::string why = fl::why_unsupported_backward(k, b);
       EXPECT_EQ(why, "kernel " + k.name() + ": the workspace holds " + std::to_string(need - 1) +
                          " bytes; this shape needs " + std::to_string(need) +
-                         " (backward_workspace_bytes)");
+                         " (workspace_bytes)");
       b.workspace = nullptr;
       b.workspace_bytes = 0;
       EXPECT_NE(fl::why_unsupported_backward(k, b).find("this shape needs " +
@@ -589,13 +589,12 @@ TEST(BackwardRules, TheWorkspaceMustHoldWhatTheKernelAsks) {
 
 TEST(BackwardRules, EachOpRefusesTheOther) {
   const fl::ProblemSpec spec = ladder_minimum(fl::DType::f16);
-  // A forward rung refuses the backward, and has no workspace.
+  // A forward rung refuses the backward.
   for (const fl::KernelInfo* k : fl::forward_kernels()) {
     const fl::BwdParams b = placeholder_call(spec);
     EXPECT_EQ(fl::why_unsupported_backward(*k, b),
               "kernel " + k->name() +
                   ": is a forward rung (it computes O): the backward needs a backward rung");
-    EXPECT_EQ(fl::backward_workspace_bytes(*k, b.fwd), 0) << k->name();
     EXPECT_THROW(fl::run_backward(*k, b), fl::UnsupportedError);
   }
   // A backward rung refuses the forward (why_unsupported, run_kernel).
@@ -626,7 +625,7 @@ TEST(BackwardRules, EveryBackwardRungIsARungOfItsTrack) {
     EXPECT_EQ(k->op, fl::Op::backward);
     EXPECT_NE(k->supports_backward, nullptr) << k->name();
     EXPECT_NE(k->launch_backward, nullptr) << k->name();
-    EXPECT_NE(k->backward_workspace, nullptr) << k->name();
+    EXPECT_NE(k->workspace, nullptr) << k->name();
     EXPECT_EQ(k->supports, nullptr) << k->name();
     EXPECT_EQ(k->launch, nullptr) << k->name();
     EXPECT_EQ(k->tile, nullptr) << k->name();

@@ -406,7 +406,7 @@ TEST(CApiBackward, EveryRuleRefusedNamingTheKernelAndTheRule) {
     }
     // The workspace one byte short of the rung's size for the shape (when it needs one).
     fl::BwdParams b = base_params(buffers);
-    const int64_t need = fl::backward_workspace_bytes(*k, b.fwd);
+    const int64_t need = fl::workspace_bytes(*k, b.fwd);
     if (need > 0) {
       b.workspace_bytes = need - 1;
       expect_refused(*k, b, "the workspace holds " + std::to_string(need - 1) +
@@ -448,12 +448,12 @@ TEST(CApiBackward, BestIsTheRegistrysChoiceAndRefusesWithEveryBackwardReason) {
     c.workspace = nullptr;
     c.workspace_bytes = 0;
     EXPECT_EQ(fl_best_backward_kernel(&c, why, sizeof(why)), expected->number) << why;
-    const int64_t need = fl::backward_workspace_bytes(*expected, b.fwd);
+    const int64_t need = fl::workspace_bytes(*expected, b.fwd);
     if (need > 0) {
       EXPECT_EQ(fl_supports_backward(FL_KERNEL_BEST, &c, why, sizeof(why)), 0);
       EXPECT_EQ(std::string(why), "kernel " + expected->name() + ": the workspace holds 0 bytes; "
                                   "this shape needs " + std::to_string(need) +
-                                  " (backward_workspace_bytes)");
+                                  " (workspace_bytes)");
       buffers.poison_gradients();
       EXPECT_EQ(fl_run_backward(FL_KERNEL_BEST, &c, nullptr, why, sizeof(why)), FL_UNSUPPORTED);
       EXPECT_NE(std::string(why).find("the workspace holds 0 bytes"), std::string::npos) << why;
@@ -511,7 +511,7 @@ TEST(CApiBackward, WorkspaceSizeIsTheRegistrysForTheShapesARungTakes) {
       const std::string rule = own_rule(*k, b);
       const int64_t got = fl_backward_workspace_size(k->number, &c, why, sizeof(why));
       if (rule.empty()) {
-        EXPECT_EQ(got, fl::backward_workspace_bytes(*k, b.fwd)) << k->name() << " " << label;
+        EXPECT_EQ(got, fl::workspace_bytes(*k, b.fwd)) << k->name() << " " << label;
         EXPECT_GE(got, 0) << k->name() << " " << label;
         EXPECT_STREQ(why, "") << k->name() << " " << label;
       } else {
@@ -525,7 +525,7 @@ TEST(CApiBackward, WorkspaceSizeIsTheRegistrysForTheShapesARungTakes) {
     const fl::KernelInfo* best = fl::best_backward_kernel(b, &none);
     const int64_t got = fl_backward_workspace_size(FL_KERNEL_BEST, &c, why, sizeof(why));
     if (best != nullptr) {
-      EXPECT_EQ(got, fl::backward_workspace_bytes(*best, b.fwd)) << label;
+      EXPECT_EQ(got, fl::workspace_bytes(*best, b.fwd)) << label;
     } else {
       EXPECT_EQ(got, -1) << label;
       EXPECT_EQ(std::string(why), none) << label;

@@ -384,7 +384,7 @@ struct Outputs {
 
 Outputs run_once(const fl::KernelInfo& kernel, fl::Problem& problem) {
   problem.poison_output();
-  fl::run_kernel(kernel, problem.params());
+  fl::run_kernel(kernel, problem.params_for(kernel));
   FL_CUDA_CHECK(cudaDeviceSynchronize());
   Outputs out;
   out.o = problem.output_host();

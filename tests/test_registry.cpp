@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/harness.h"
 #include "common/registry.h"
@@ -300,6 +301,71 @@ TEST(Registry, TmaRungsRefuseLengthsPastTheir32BitCoordinates) {
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no TMA rung (18+) in this build";
+}
+
+// The forward's workspace (a rung's scratch, e.g. the split-key decode's partial outputs): the
+// rules on the pointer and size, the size a kernel asks for, the refusal of a short one, and
+// best's choice, which does not depend on it. A stand-in rung (the baseline's entry with a
+// workspace) makes the rules testable whatever rungs the build has.
+TEST(Registry, TheForwardWorkspaceMustHoldWhatTheKernelAsks) {
+  const fl::KernelInfo* base = fl::find_kernel("00");
+  ASSERT_NE(base, nullptr);
+  fl::KernelInfo k = *base;
+  k.workspace = [](const fl::AttnParams& p) { return 4 * p.seqlen_q * p.head_dim + 256; };
+  fl::AttnParams p = shape(256, 128);
+  const int64_t need = 4 * 256 * 128 + 256;
+  EXPECT_EQ(fl::workspace_bytes(k, p), need);
+  EXPECT_EQ(fl::workspace_bytes(*base, p), 0) << "no workspace function: none needed";
+  EXPECT_EQ(fl::why_unsupported(k, p),
+            "kernel 00_cublas: the workspace holds 0 bytes; this shape needs " +
+                std::to_string(need) + " (workspace_bytes)");
+  EXPECT_THROW(fl::run_kernel(k, p), fl::UnsupportedError);
+  p.workspace = reinterpret_cast<void*>(0x6000);
+  p.workspace_bytes = need - 1;
+  EXPECT_NE(fl::why_unsupported(k, p).find("holds " + std::to_string(need - 1)), std::string::npos);
+  p.workspace_bytes = need;
+  EXPECT_EQ(fl::why_unsupported(k, p), "");
+  // The pointer and size themselves, for every kernel (check_common).
+  p.workspace_bytes = -1;
+  EXPECT_EQ(fl::check_common(p), "workspace_bytes must be >= 0");
+  p.workspace_bytes = need;
+  p.workspace = nullptr;
+  EXPECT_EQ(fl::check_common(p), "workspace is a null pointer but workspace_bytes is " +
+                                     std::to_string(need));
+  p.workspace = reinterpret_cast<void*>(0x6010);
+  EXPECT_EQ(fl::check_common(p), "workspace must be 256-byte aligned");
+  EXPECT_NE(fl::why_unsupported(*base, p).find("256-byte aligned"), std::string::npos);
+  // A shape that breaks check_shape has no size (0), not a size computed from nonsense.
+  fl::AttnParams bad = shape(256, 128);
+  bad.heads_q = 3;  // not a multiple of H_kv = 2
+  EXPECT_EQ(fl::workspace_bytes(k, bad), 0);
+}
+
+TEST(Registry, BestDoesNotDependOnTheWorkspace) {
+  // best picks the rung; the caller then sizes that rung's workspace. A call without one gets
+  // the same answer as a call with an ample one, for every shape tried, decode shapes included.
+  std::vector<fl::AttnParams> shapes = {shape(256, 128), shape(113, 64, /*causal=*/true)};
+  for (int64_t nk : {1000, 33000}) {
+    fl::AttnParams p = fl::make_params(fl::DType::f16, 1, 32, 1, nk, 128, false,
+                                       fl::Layout::BNHD);
+    p.heads_kv = 8;
+    p.k_stride = p.v_stride = fl::make_strides(fl::Layout::BNHD, 8, nk, 128);
+    p.q = reinterpret_cast<void*>(0x1000);
+    p.k = reinterpret_cast<void*>(0x2000);
+    p.v = reinterpret_cast<void*>(0x3000);
+    p.o = reinterpret_cast<void*>(0x4000);
+    shapes.push_back(p);
+  }
+  for (const fl::AttnParams& bare : shapes) {
+    fl::AttnParams ample = bare;
+    ample.workspace = reinterpret_cast<void*>(0x6000);
+    ample.workspace_bytes = INT64_MAX;
+    const fl::KernelInfo* a = fl::best_kernel(bare);
+    const fl::KernelInfo* b = fl::best_kernel(ample);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a, b) << a->name() << " against " << (b ? b->name() : "none");
+    EXPECT_EQ(fl::why_unsupported(*a, ample), "") << a->name();
+  }
 }
 
 }  // namespace

@@ -59,6 +59,8 @@ std::string to_params(const fl_attention_params* c, fl::AttnParams* p) {
   p->k_stride = {c->k_stride_batch, c->k_stride_head, c->k_stride_row, c->k_stride_dim};
   p->v_stride = {c->v_stride_batch, c->v_stride_head, c->v_stride_row, c->v_stride_dim};
   p->o_stride = {c->o_stride_batch, c->o_stride_head, c->o_stride_row, c->o_stride_dim};
+  p->workspace = c->workspace;
+  p->workspace_bytes = c->workspace_bytes;
   return "";
 }
 
@@ -93,6 +95,8 @@ fl::BwdParams stand_in_backward(const fl::AttnParams& sizes) {
   p.q = p.k = p.v = stand_in;
   p.o = stand_in;
   p.lse = reinterpret_cast<float*>(stand_in);
+  p.workspace = nullptr;  // the forward's scratch: not the backward's business
+  p.workspace_bytes = 0;
   fl::BwdParams b = fl::make_bwd_params(p);
   b.dout = stand_in;
   b.dq = b.dk = b.dv = stand_in;
@@ -208,6 +212,46 @@ FL_API int fl_supports(int number, const fl_attention_params* c, char* why, size
   return 0;
 }
 
+FL_API int64_t fl_workspace_size(int number, const fl_attention_params* c, char* why,
+                                 size_t why_len) {
+  write_message(why, why_len, "");
+  try {
+    fl::AttnParams p;
+    std::string reason = to_params(c, &p);
+    const fl::KernelInfo* kernel = nullptr;
+    // The call on its sizes: contiguous stand-in tensors (the LSE only if the caller has one).
+    fl::AttnParams sizes = stand_in_backward(p).fwd;
+    if (p.lse == nullptr) sizes.lse = nullptr;
+    if (reason.empty() && number == FL_KERNEL_BEST) {
+      kernel = fl::best_kernel(sizes, &reason);
+      if (kernel == nullptr && reason.empty()) reason = "no kernel takes this call";
+    } else if (reason.empty()) {
+      kernel = kernel_numbered(number);
+      if (kernel == nullptr) {
+        reason = no_such_kernel(number);
+      } else if (kernel->op != fl::Op::forward) {
+        reason = "kernel " + kernel->name() +
+                 ": is a backward rung: its workspace is fl_backward_workspace_size's answer";
+      } else {
+        // A size for a call the kernel would refuse is no answer (the device is not asked).
+        std::string rule = fl::check_common(sizes);
+        if (rule.empty()) rule = kernel->supports(sizes);
+        if (!rule.empty()) reason = "kernel " + kernel->name() + ": " + rule;
+      }
+    }
+    if (!reason.empty()) {
+      write_message(why, why_len, reason);
+      return -1;
+    }
+    return fl::workspace_bytes(*kernel, p);
+  } catch (const std::exception& e) {
+    write_message(why, why_len, e.what());
+  } catch (...) {
+    write_message(why, why_len, "unknown exception");
+  }
+  return -1;
+}
+
 FL_API int fl_run(int number, const fl_attention_params* c, void* stream, char* err,
                   size_t err_len) {
   write_message(err, err_len, "");
@@ -317,7 +361,7 @@ FL_API int64_t fl_backward_workspace_size(int number, const fl_attention_params*
       write_message(why, why_len, reason);
       return -1;
     }
-    return fl::backward_workspace_bytes(*kernel, p);
+    return fl::workspace_bytes(*kernel, p);
   } catch (const std::exception& e) {
     write_message(why, why_len, e.what());
   } catch (...) {

@@ -28,7 +28,8 @@
  *                   + [(f"{t}_stride_dim", I64) for t in "qkvo"]
  *                   + [("out_dtype", ctypes.c_int)]
  *                   + [(f"{t}_descale", ctypes.POINTER(ctypes.c_float)) for t in "qkv"]
- *                   + [("descale_per_head", ctypes.c_int)])
+ *                   + [("descale_per_head", ctypes.c_int)]
+ *                   + [("workspace", ctypes.c_void_p), ("workspace_bytes", I64)])
  *   assert lib.fl_params_size() == ctypes.sizeof(Params)
  *   lib.fl_kernel_name.restype = ctypes.c_char_p
  *   q, k, v = (torch.randn(2, 4, 1024, 128, device="cuda", dtype=torch.half) for _ in range(3))
@@ -88,7 +89,14 @@ enum {
  * descale_per_head = 1 one per (batch, head): q_descale[b * heads_q + h],
  * k_descale[b * heads_kv + h], v_descale[b * heads_kv + h]; every factor finite and > 0. For fp16
  * and bf16 inputs out_dtype must equal dtype (O has the inputs' type) and the descale pointers
- * must be NULL (descale_per_head 0). */
+ * must be NULL (descale_per_head 0).
+ *
+ * workspace, workspace_bytes (last, for the same reason): scratch device memory for a forward
+ * rung that needs it (the split-key decode keeps its partial outputs there), 256-byte aligned,
+ * at least fl_workspace_size's answer for the rung and the sizes; NULL with 0 for every rung that
+ * needs none (fl_workspace_size answers 0). Its contents on entry do not matter and the call owns
+ * it until the stream has reached the call's end. A backward call (fl_backward_params) leaves
+ * them NULL and 0: its scratch has fields of its own. */
 typedef struct fl_attention_params {
   int dtype;                /* Q, K, V: 0 = fp16, 1 = bf16, 2 = e4m3 */
   int64_t batch;            /* B */
@@ -114,6 +122,8 @@ typedef struct fl_attention_params {
   const float* k_descale;
   const float* v_descale;
   int descale_per_head;     /* 0: one factor per tensor; 1: one per (batch, head) */
+  void* workspace;          /* a forward rung's scratch (see above), or NULL */
+  int64_t workspace_bytes;  /* its size in bytes, or 0 */
 } fl_attention_params;
 
 /* sizeof(fl_attention_params), to check a foreign-language mirror of the struct. */
@@ -149,6 +159,15 @@ FL_API int fl_best_kernel(const fl_attention_params* p, char* why, size_t why_le
  * naming the kernel and the rule broken; why may be NULL). The pointers must be set: the
  * alignment rules are checked too. */
 FL_API int fl_supports(int number, const fl_attention_params* p, char* why, size_t why_len);
+
+/* The bytes of workspace forward kernel `number` needs for a call of these sizes (dtype, batch,
+ * heads, lengths, head_dim and causal of *p are read, and the current device's SM count: the
+ * split-key decode splits by it; its pointers and strides are not), or -1 with the reason in why
+ * (no such kernel, a backward rung, sizes the kernel refuses). FL_KERNEL_BEST answers for the
+ * kernel fl_best_kernel would pick for contiguous tensors of these sizes; a caller that has its
+ * tensors asks fl_best_kernel first and passes that number. 0: the kernel needs no workspace. */
+FL_API int64_t fl_workspace_size(int number, const fl_attention_params* p, char* why,
+                                 size_t why_len);
 
 /* Checks *p, then enqueues kernel `number` on `stream` (a cudaStream_t, NULL = default stream).
  * Returns FL_OK, or one of the codes above with the message in err (NUL-terminated, truncated

@@ -361,7 +361,7 @@ int forward_table(Options& opt, std::vector<const KernelInfo*> kernels, bool exp
     for (const KernelInfo* k : kernels) {
       Run& run = runs[run_of(k)];
       fl::Problem& problem = *run.problem;
-      const fl::AttnParams& p = problem.params();
+      const fl::AttnParams& p = problem.params_for(*k);  // with its workspace, if it needs one
       const std::unique_ptr<fl::Reference>& reference = run.reference;
       Row row{k, "", "", 0, 0, 0, 0, 0, 0};
       row.e4m3 = p.dtype == fl::DType::e4m3;

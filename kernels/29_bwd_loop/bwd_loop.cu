@@ -384,7 +384,7 @@ const KernelInfo& kernel_29() {
     k.op = Op::backward;
     k.supports_backward = k29_bwd_loop::supports;
     k.launch_backward = k29_bwd_loop::launch;
-    k.backward_workspace = k29_bwd_loop::workspace;
+    k.workspace = k29_bwd_loop::workspace;
     return k;
   }();
   return info;

@@ -413,7 +413,7 @@ const KernelInfo& kernel_30() {
     k.op = Op::backward;
     k.supports_backward = k30_bwd_trans::supports;
     k.launch_backward = k30_bwd_trans::launch;
-    k.backward_workspace = k30_bwd_trans::workspace;
+    k.workspace = k30_bwd_trans::workspace;
     return k;
   }();
   return info;

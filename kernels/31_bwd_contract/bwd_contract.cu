@@ -481,7 +481,7 @@ const KernelInfo& kernel_31() {
     k.op = Op::backward;
     k.supports_backward = k31_bwd_contract::supports;
     k.launch_backward = k31_bwd_contract::launch;
-    k.backward_workspace = k31_bwd_contract::workspace;
+    k.workspace = k31_bwd_contract::workspace;
     return k;
   }();
   return info;

@@ -498,7 +498,7 @@ const KernelInfo& kernel_32() {
     k.op = Op::backward;
     k.supports_backward = k32_bwd_dq_adds::supports;
     k.launch_backward = k32_bwd_dq_adds::launch;
-    k.backward_workspace = k32_bwd_dq_adds::workspace;
+    k.workspace = k32_bwd_dq_adds::workspace;
     return k;
   }();
   return info;

@@ -443,7 +443,7 @@ const KernelInfo& kernel_33() {
     k.op = Op::backward;
     k.supports_backward = k33_bwd_wgmma::supports;
     k.launch_backward = k33_bwd_wgmma::launch;
-    k.backward_workspace = k33_bwd_wgmma::workspace;
+    k.workspace = k33_bwd_wgmma::workspace;
     return k;
   }();
   return info;

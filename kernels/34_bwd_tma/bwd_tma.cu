@@ -444,7 +444,7 @@ const KernelInfo& kernel_34() {
     k.op = Op::backward;
     k.supports_backward = k34_bwd_tma::supports;
     k.launch_backward = k34_bwd_tma::launch;
-    k.backward_workspace = k34_bwd_tma::workspace;
+    k.workspace = k34_bwd_tma::workspace;
     return k;
   }();
   return info;

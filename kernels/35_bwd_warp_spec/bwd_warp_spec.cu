@@ -474,7 +474,7 @@ const KernelInfo& kernel_35() {
     k.op = Op::backward;
     k.supports_backward = k35_bwd_warp_spec::supports;
     k.launch_backward = k35_bwd_warp_spec::launch;
-    k.backward_workspace = k35_bwd_warp_spec::workspace;
+    k.workspace = k35_bwd_warp_spec::workspace;
     return k;
   }();
   return info;

@@ -507,7 +507,7 @@ const KernelInfo& kernel_36() {
     k.op = Op::backward;
     k.supports_backward = k36_bwd_dq_warp::supports;
     k.launch_backward = k36_bwd_dq_warp::launch;
-    k.backward_workspace = k36_bwd_dq_warp::workspace;
+    k.workspace = k36_bwd_dq_warp::workspace;
     return k;
   }();
   return info;

@@ -87,9 +87,10 @@ DESCALE_FIELDS = tuple(f"{t}_descale" for t in "qkv")
 
 class Params(ctypes.Structure):
     """fl_attention_params (tools/fl_api.h), field for field, in the same order. Strides are in
-    elements; the four x_stride_dim fields come after them and must be 1. Last, O's type
+    elements; the four x_stride_dim fields come after them and must be 1. Then O's type
     (out_dtype: the inputs' for fp16/bf16) and the host descale factors of e4m3 inputs (NULL
-    for fp16/bf16)."""
+    for fp16/bf16). Last, the workspace of a forward rung that needs one (device memory of
+    workspace_bytes, at least Library.workspace_size's answer; NULL and 0 otherwise)."""
     _fields_ = ([("dtype", ctypes.c_int)]
                 + [(n, ctypes.c_int64) for n in ("batch", "heads_q", "heads_kv", "seqlen_q",
                                                  "seqlen_k", "head_dim")]
@@ -99,7 +100,8 @@ class Params(ctypes.Structure):
                 + [(n, ctypes.c_int64) for n in DIM_STRIDE_FIELDS]
                 + [("out_dtype", ctypes.c_int)]
                 + [(n, ctypes.POINTER(ctypes.c_float)) for n in DESCALE_FIELDS]
-                + [("descale_per_head", ctypes.c_int)])
+                + [("descale_per_head", ctypes.c_int)]
+                + [("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)])
 
 
 # fl_backward_params: the forward's call (a Params, whole), then dO, dQ, dK, dV, their strides
@@ -227,6 +229,9 @@ class Library:
         lib.fl_run.restype = ctypes.c_int
         lib.fl_run.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_void_p,
                                ctypes.c_char_p, ctypes.c_size_t]
+        lib.fl_workspace_size.restype = ctypes.c_int64
+        lib.fl_workspace_size.argtypes = [ctypes.c_int, ctypes.POINTER(Params), ctypes.c_char_p,
+                                          ctypes.c_size_t]
         size = lib.fl_params_size()
         if size != ctypes.sizeof(Params):
             raise FlashLadderError(
@@ -295,6 +300,20 @@ class Library:
         if number < 0:
             raise UnsupportedError(why.value.decode(errors="replace"), code=FL_UNSUPPORTED)
         return number
+
+    def workspace_size(self, number, params):
+        """fl_workspace_size: the bytes of workspace forward kernel `number` (or FL_KERNEL_BEST)
+        needs for a call of params' sizes on this GPU (0: none; its pointers and strides are not
+        read). Raises NoSuchKernelError or UnsupportedError with the library's message when there
+        is no answer (no such kernel, a backward rung, sizes the kernel does not take)."""
+        why = ctypes.create_string_buffer(_MSG_LEN * 16)
+        size = self._lib.fl_workspace_size(number, ctypes.byref(params), why, len(why))
+        if size < 0:
+            known = number == FL_KERNEL_BEST or any(
+                k.number == number for k in self.kernels + self.backward_kernels)
+            raise error_for(FL_UNSUPPORTED if known else FL_NO_SUCH_KERNEL,
+                            why.value.decode(errors="replace"), kernel=number)
+        return size
 
     def run(self, number, params, stream=None):
         """fl_run: enqueues kernel `number` on `stream` (a cudaStream_t as an int; None = the

@@ -74,6 +74,18 @@ def _empty_lse(q):
     return q.new_empty((0,), dtype=torch.float32)
 
 
+def _run_forward(lib, number, params, device):
+    """fl_run on torch's current stream, with the workspace the kernel asks for (the split-key
+    decode's partials) from torch's caching allocator: released after the call is enqueued, it
+    is reused only by work enqueued later on the same stream, so the call keeps it to its end.
+    Capturable in a CUDA graph (the allocation comes from the graph's pool)."""
+    size = lib.workspace_size(number, params)
+    workspace = torch.empty(size, dtype=torch.uint8, device=device) if size > 0 else None
+    if workspace is not None:
+        params.workspace, params.workspace_bytes = workspace.data_ptr(), size
+    lib.run(number, params, torch.cuda.current_stream(device).cuda_stream)
+
+
 @torch.library.custom_op("flash_ladder::attention", mutates_args=())
 def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                   scale: Optional[float], kernel: int, return_lse: bool,
@@ -93,7 +105,7 @@ def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: boo
                               v=v.data_ptr(), o=o.data_ptr(),
                               lse=None if lse is None else lse.data_ptr())
         number = _capi.best_kernel(lib, params) if kernel == _layout.BEST else kernel
-        lib.run(number, params, torch.cuda.current_stream(q.device).cuda_stream)
+        _run_forward(lib, number, params, q.device)
     return o, (lse if lse is not None else _empty_lse(q))
 
 
@@ -139,7 +151,7 @@ def _attention_fp8_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_desca
                               q_descale=factors[0], k_descale=factors[1], v_descale=factors[2],
                               descale_per_head=int(per_head))
         number = _capi.best_kernel(lib, params) if kernel == _layout.BEST else kernel
-        lib.run(number, params, torch.cuda.current_stream(q.device).cuda_stream)
+        _run_forward(lib, number, params, q.device)
     return o, (lse if lse is not None else _empty_lse(q))
 
 

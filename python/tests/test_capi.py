@@ -23,7 +23,8 @@ def touch(path):
 class ParamsMirror(unittest.TestCase):
     def test_offsets_follow_fl_api_h(self):
         # The C layout of fl_attention_params on a 64-bit platform: int, 6 x int64, int, float,
-        # 5 pointers, 16 x int64, then (e4m3 inputs) int (padded to 8), 3 pointers, int (padded).
+        # 5 pointers, 16 x int64, then (e4m3 inputs) int (padded to 8), 3 pointers, int (padded),
+        # then (a forward rung's scratch) a pointer and an int64.
         if ctypes.sizeof(ctypes.c_void_p) != 8:
             self.skipTest("offsets written for a 64-bit platform")
         P = _capi.Params
@@ -31,10 +32,11 @@ class ParamsMirror(unittest.TestCase):
                   "q": 64, "o": 88, "lse": 96, "q_stride_batch": 104, "q_stride_row": 120,
                   "k_stride_batch": 128, "o_stride_row": 192, "q_stride_dim": 200,
                   "o_stride_dim": 224, "out_dtype": 232, "q_descale": 240, "k_descale": 248,
-                  "v_descale": 256, "descale_per_head": 264}
+                  "v_descale": 256, "descale_per_head": 264, "workspace": 272,
+                  "workspace_bytes": 280}
         for name, offset in expect.items():
             self.assertEqual(getattr(P, name).offset, offset, name)
-        self.assertEqual(ctypes.sizeof(P), 272)
+        self.assertEqual(ctypes.sizeof(P), 288)
 
     def test_one_mirror(self):
         # Every script uses this package's Params: no other ctypes mirror of the struct.
@@ -196,6 +198,22 @@ class RealLibrary(unittest.TestCase):
         self.assertIn("16_final", names)
         self.assertTrue(all(k.title for k in self.lib.kernels))
         self.assertEqual(flash_ladder.kernels(), self.lib.kernels)
+
+    def test_workspace_size(self):
+        # fl_workspace_size: 0 for a forward rung that needs none (the baseline), a size for a
+        # call's sizes alone (pointers and strides not read), and an error with the library's
+        # rule for no such kernel, a backward rung, or sizes the kernel refuses.
+        p = self.params()
+        self.assertEqual(self.lib.workspace_size(0, p), 0)
+        self.assertGreaterEqual(self.lib.workspace_size(_capi.FL_KERNEL_BEST, p), 0)
+        with self.assertRaises(flash_ladder.NoSuchKernelError):
+            self.lib.workspace_size(99, p)
+        if self.lib.backward_kernels:
+            k = self.lib.backward_kernels[0].number
+            with self.assertRaisesRegex(flash_ladder.UnsupportedError, "is a backward rung"):
+                self.lib.workspace_size(k, p)
+        with self.assertRaisesRegex(flash_ladder.UnsupportedError, "multiple"):
+            self.lib.workspace_size(0, self.params(hq=3, hkv=2))
 
     def test_strides_agree_with_the_library(self):
         ours = self.params(b=3, hq=8, hkv=2, nq=40, nk=72, d=128)
