@@ -1,21 +1,31 @@
-// The serving track's decode rung (37, decode_gqa): a few query rows a sequence against a long
-// K/V cache, the g = H_q / H_kv query heads of a KV head packed into the rows of one tile.
+// The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split):
+// a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
+// head packed into the rows of one tile; from 38 on, the keys split over several blocks whose
+// partial outputs a second launch merges. Every test runs every serving rung of the build.
 //
-//   DecodeRules.*       (CPU) the rule that keeps prefill off the rung (Nq x g <= 64), its head
-//                       dims and grid limits, each refused before any launch with a message
+//   DecodeRules.*       (CPU) the rule that keeps prefill off the rungs (Nq x g <= 64), their
+//                       head dims and grid limits, each refused before any launch with a message
 //                       naming the rung and the rule; every shape of the grid below claimed or
 //                       refused exactly by that rule; "best" sends decode calls to a serving
-//                       rung and prefill calls to the rungs before it
+//                       rung and prefill calls to the rungs before it; rung 38's split rule
+//                       (a table of made-up GPUs, and its properties) and its workspace (the
+//                       size, none for one split, a call with less refused by the rule)
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/128 x both layouts, every claimed
 //                       shape through fl::verify (the pass rule against the fp32 reference, all
 //                       of O written and finite, the LSE, two runs bitwise equal); large
 //                       magnitudes; a NaN in Q, K or V reaches exactly the outputs that read it
-//                       (a wrong packing, a head or position mixed up, breaks these)
+//                       (a wrong packing, a head or position mixed up, a partial merged with the
+//                       wrong row, breaks these)
+//   DecodeSplits.*      (GPU) rows that see no key of a split (causal, one key tile a split),
+//                       rows that see no key at all (Nq > Nk: O = 0, LSE = -inf), a long cache
+//                       in many splits (B = 1, 32/8, Nk = 131072); the workspace poisoned first
 //   DecodeLargeShape.*  (GPU, alone) a K/V cache of more than 2^31 elements
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -24,8 +34,10 @@
 #include <vector>
 
 #include "common/harness.h"
+#include "common/random.h"
 #include "common/registry.h"
 #include "gpu_test_util.h"
+#include "kernels/38_decode_split/splits.h"
 
 namespace {
 
@@ -33,20 +45,28 @@ constexpr int64_t kNq[] = {1, 2, 4, 16};
 constexpr int64_t kNk[] = {1, 7, 64, 100, 1000, 4096, 33000};
 constexpr int64_t kHeads[][2] = {{32, 8}, {8, 8}, {16, 1}, {6, 2}};  // H_q, H_kv
 constexpr int64_t kBatches[] = {1, 3};
-constexpr int64_t kMaxRows = 64;  // rows of rung 37's packed tile
+constexpr int64_t kMaxRows = 64;  // rows of the serving rungs' packed tile
 
-// Rung 37 from the list of forward rungs (the list lives in the kernels' library: reading it
-// here is what links that library's objects into this test).
-const fl::KernelInfo* decode_rung() {
+namespace split = fl::k38_decode_split;
+
+// The serving rungs from the list of forward rungs (the list lives in the kernels' library:
+// reading it here is what links that library's objects into this test).
+std::vector<const fl::KernelInfo*> serving_rungs() {
+  std::vector<const fl::KernelInfo*> out;
   for (const fl::KernelInfo* k : fl::forward_kernels()) {
-    if (k->number == 37) return k;
+    if (k->number >= FL_SERVING_FIRST_RUNG) out.push_back(k);
   }
-  return nullptr;
+  return out;
 }
 
-#define REQUIRE_DECODE_RUNG(k)                                                  \
-  const fl::KernelInfo* k = decode_rung();                                      \
-  if (k == nullptr) GTEST_SKIP() << "rung 37 is not in this build (FL_KERNELS)"
+#define REQUIRE_SERVING_RUNGS(ks)                                                      \
+  const std::vector<const fl::KernelInfo*> ks = serving_rungs();                       \
+  if (ks.empty()) GTEST_SKIP() << "no serving rung (37 on) in this build (FL_KERNELS)"
+
+// Rung 38 (the split keys), or skip.
+#define REQUIRE_SPLIT_RUNG(k)                                                          \
+  const fl::KernelInfo* k = fl::find_kernel("38");                                     \
+  if (k == nullptr) GTEST_SKIP() << "rung 38 is not in this build (FL_KERNELS)"
 
 // A decode problem: the LSE written for B = 1 (the output is optional: B = 3 runs without it).
 fl::ProblemSpec decode_spec(fl::DType t, int64_t b, int64_t hq, int64_t hkv, int64_t nq,
@@ -66,8 +86,10 @@ const char kRowsRule[] = "Nq x H_q / H_kv must be <= 64, the rows of one packed 
 // CPU: the rules, before any launch
 // ---------------------------------------------------------------------------------------------
 
-TEST(DecodeRules, TheGridIsClaimedExactlyByTheRowsRule) {
-  REQUIRE_DECODE_RUNG(k);
+// Every shape of the grid below claimed by serving rung k exactly where Nq x g <= 64, refused
+// by the rows rule elsewhere.
+void expect_grid_claims(const fl::KernelInfo& k) {
+  SCOPED_TRACE(k.name());
   int claimed = 0, refused = 0;
   for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
     for (int64_t d : {64, 128}) {
@@ -77,12 +99,12 @@ TEST(DecodeRules, TheGridIsClaimedExactlyByTheRowsRule) {
             for (const auto& h : kHeads) {
               for (bool causal : {false, true}) {
                 const fl::ProblemSpec s = decode_spec(t, 3, h[0], h[1], nq, nk, d, causal, layout);
-                const std::string why = fl::why_unsupported(*k, fl::placeholder_params(s));
+                const std::string why = fl::why_unsupported(k, fl::placeholder_params(s));
                 if (in_contract(nq, h[0], h[1])) {
                   EXPECT_EQ(why, "") << s.describe();
                   ++claimed;
                 } else {
-                  EXPECT_EQ(why.rfind("kernel 37_decode_gqa: " + std::string(kRowsRule), 0), 0u)
+                  EXPECT_EQ(why.rfind("kernel " + k.name() + ": " + kRowsRule, 0), 0u)
                       << s.describe() << ": " << why;
                   ++refused;
                 }
@@ -98,8 +120,13 @@ TEST(DecodeRules, TheGridIsClaimedExactlyByTheRowsRule) {
   EXPECT_EQ(claimed, 2 * 2 * 2 * (4 * 7 * 4 - 7) * 2);
 }
 
+TEST(DecodeRules, TheGridIsClaimedExactlyByTheRowsRule) {
+  REQUIRE_SERVING_RUNGS(ks);
+  for (const fl::KernelInfo* k : ks) expect_grid_claims(*k);
+}
+
 TEST(DecodeRules, RefusalsNameTheRungAndTheRule) {
-  REQUIRE_DECODE_RUNG(k);
+  REQUIRE_SERVING_RUNGS(ks);
   struct Bad {
     const char* name;
     int64_t b, hq, hkv, nq, nk, d;
@@ -116,32 +143,37 @@ TEST(DecodeRules, RefusalsNameTheRungAndTheRule) {
       {"B 65536", 65536, 8, 8, 1, 64, 128, "B must be <= 65535"},
       {"Nk 2^30 + 1", 1, 8, 8, 1, (int64_t{1} << 30) + 1, 128, "Nk must be <= 2^30"},
   };
-  for (const Bad& c : cases) {
-    SCOPED_TRACE(c.name);
-    const fl::ProblemSpec s =
-        decode_spec(fl::DType::f16, c.b, c.hq, c.hkv, c.nq, c.nk, c.d, false, fl::Layout::BHND);
-    const fl::AttnParams p = fl::placeholder_params(s);
-    ASSERT_EQ(fl::check_common(p), "") << "each case breaks the rung's own rule alone";
-    const std::string why = fl::why_unsupported(*k, p);
-    EXPECT_EQ(why.rfind("kernel 37_decode_gqa: " + c.rule, 0), 0u) << why;
-    try {
-      fl::run_kernel(*k, p);  // refused before the launch: no GPU needed
-      ADD_FAILURE() << "run_kernel took " << c.name;
-    } catch (const fl::UnsupportedError& e) {
-      EXPECT_EQ(std::string(e.what()), why);
+  for (const fl::KernelInfo* k : ks) {
+    for (const Bad& c : cases) {
+      SCOPED_TRACE(k->name() + ": " + c.name);
+      const fl::ProblemSpec s =
+          decode_spec(fl::DType::f16, c.b, c.hq, c.hkv, c.nq, c.nk, c.d, false, fl::Layout::BHND);
+      const fl::AttnParams p = fl::placeholder_params(s);
+      ASSERT_EQ(fl::check_common(p), "") << "each case breaks the rung's own rule alone";
+      const std::string why = fl::why_unsupported(*k, p);
+      EXPECT_EQ(why.rfind("kernel " + k->name() + ": " + c.rule, 0), 0u) << why;
+      try {
+        fl::run_kernel(*k, p);  // refused before the launch: no GPU needed
+        ADD_FAILURE() << "run_kernel took " << c.name;
+      } catch (const fl::UnsupportedError& e) {
+        EXPECT_EQ(std::string(e.what()), why);
+      }
     }
   }
 }
 
 TEST(DecodeRules, TheEdgesOfTheRuleAreClaimed) {
   // 64 rows exactly, in each way of making them, and the least call.
-  REQUIRE_DECODE_RUNG(k);
+  REQUIRE_SERVING_RUNGS(ks);
   const int64_t shapes[][3] = {{64, 1, 1}, {1, 64, 1}, {16, 32, 8}, {4, 16, 1}, {1, 1, 1}};
-  for (const auto& sh : shapes) {
-    for (bool causal : {false, true}) {
-      const fl::ProblemSpec s = decode_spec(fl::DType::bf16, 1, sh[1], sh[2], sh[0], 5, 128,
-                                            causal, fl::Layout::BNHD);
-      EXPECT_EQ(fl::why_unsupported(*k, fl::placeholder_params(s)), "") << s.describe();
+  for (const fl::KernelInfo* k : ks) {
+    for (const auto& sh : shapes) {
+      for (bool causal : {false, true}) {
+        const fl::ProblemSpec s = decode_spec(fl::DType::bf16, 1, sh[1], sh[2], sh[0], 5, 128,
+                                              causal, fl::Layout::BNHD);
+        EXPECT_EQ(fl::why_unsupported(*k, fl::placeholder_params(s)), "")
+            << k->name() << " " << s.describe();
+      }
     }
   }
 }
@@ -149,13 +181,13 @@ TEST(DecodeRules, TheEdgesOfTheRuleAreClaimed) {
 TEST(DecodeRules, BestSendsDecodeHereAndPrefillElsewhere) {
   // "best" is the highest rung that takes a call: a decode call goes to a serving rung (37 or a
   // later one), a prefill call (more rows than one tile) to a rung before the serving track.
-  REQUIRE_DECODE_RUNG(k);
-  (void)k;
+  REQUIRE_SERVING_RUNGS(ks);
   const fl::ProblemSpec decode =
       decode_spec(fl::DType::f16, 1, 32, 8, 1, 4096, 128, true, fl::Layout::BNHD);
   const fl::KernelInfo* best = fl::best_kernel(fl::placeholder_params(decode));
   ASSERT_NE(best, nullptr);
   EXPECT_GE(best->number, FL_SERVING_FIRST_RUNG) << best->name();
+  EXPECT_EQ(best, ks.back()) << best->name() << ": the last serving rung takes every decode call";
   const fl::ProblemSpec prefill =
       decode_spec(fl::DType::f16, 1, 32, 8, 512, 4096, 128, true, fl::Layout::BNHD);
   best = fl::best_kernel(fl::placeholder_params(prefill));
@@ -165,17 +197,199 @@ TEST(DecodeRules, BestSendsDecodeHereAndPrefillElsewhere) {
 
 TEST(DecodeRules, TileIsTheRowsTheBlockComputes) {
   // Nq x g rounded up to whole warps of 16 rows (the padding warps skip the math); 64 keys.
-  REQUIRE_DECODE_RUNG(k);
+  REQUIRE_SERVING_RUNGS(ks);
   const int64_t shapes[][4] = {// Nq, H_q, H_kv, rows
                                {1, 8, 8, 16},  {1, 32, 8, 16}, {4, 32, 8, 16}, {5, 32, 8, 32},
                                {16, 6, 2, 48}, {2, 16, 1, 32}, {16, 32, 8, 64}};
-  for (const auto& sh : shapes) {
-    const fl::ProblemSpec s =
-        decode_spec(fl::DType::f16, 1, sh[1], sh[2], sh[0], 100, 128, false, fl::Layout::BHND);
-    const fl::TileShape tile = k->tile(fl::placeholder_params(s));
-    EXPECT_EQ(tile.br, sh[3]) << s.describe();
-    EXPECT_EQ(tile.bc, 64) << s.describe();
+  for (const fl::KernelInfo* k : ks) {
+    for (const auto& sh : shapes) {
+      const fl::ProblemSpec s =
+          decode_spec(fl::DType::f16, 1, sh[1], sh[2], sh[0], 100, 128, false, fl::Layout::BHND);
+      const fl::TileShape tile = k->tile(fl::placeholder_params(s));
+      EXPECT_EQ(tile.br, sh[3]) << k->name() << " " << s.describe();
+      EXPECT_EQ(tile.bc, 64) << k->name() << " " << s.describe();
+    }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU: rung 38's split rule and its workspace
+// ---------------------------------------------------------------------------------------------
+
+// eff(s) = w / ceil(w), w = blocks s / slots: the share of the slots the waves of s splits use.
+double wave_efficiency(int64_t blocks, int64_t slots, int s) {
+  const double w = static_cast<double>(blocks) * s / static_cast<double>(slots);
+  return w / std::ceil(w);
+}
+
+TEST(DecodeRules, SplitRuleTable) {
+  // Made-up GPUs (SMs x blocks an SM holds) and grids; each answer worked out by hand from the
+  // rule (splits.h): w = blocks s / slots waves, eff = w / ceil(w), the smallest s with eff >= 85%
+  // of the best over s = 1 .. min(128, SMs, key tiles).
+  struct Case {
+    int64_t blocks;
+    int sms, per_sm;
+    int64_t tiles;
+    int want;
+    const char* why;
+  };
+  const Case cases[] = {
+      {8, 132, 1, 2048, 15, "eff = 8 s / 132 under a wave, >= 0.85 (2 waves at 33) from 15"},
+      {8, 132, 3, 2048, 43, "396 slots: eff = 8 s / 396 >= 0.85 (2 waves at 99) from 43"},
+      {105, 132, 1, 2048, 5, "79.5% of a wave: 5 splits make 3.98 waves, eff 0.994"},
+      {106, 132, 1, 2048, 1, "80.3% of the slots: the grid fills the GPU"},
+      {512, 132, 1, 2048, 1, "several waves already"},
+      {1, 132, 1, 5, 5, "5 tiles: eff = s / 132, the best at s = 5, 85% of it from 4.25"},
+      {1, 132, 1, 4, 1, "4 tiles: never split"},
+      {1, 132, 1, 20, 17, "20 tiles: 85% of 20 is 17"},
+      {2, 8, 1, 1000, 4, "8 SMs: 4 splits make one full wave, the first eff of 1"},
+      {1, 200, 1, 100000, 109, "at most 128 splits: eff = s / 200, 85% of 128 is 108.8"},
+      {3, 4, 1, 1000, 4, "3 of 4 slots (75%): at most 4 splits (the SMs), 4 make 3 full waves"},
+      {8, 0, 0, 2048, 1, "no device (no SMs): one split"},
+      {0, 132, 1, 2048, 1, "no blocks"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(split::choose_splits(c.blocks, c.sms, c.per_sm, c.tiles), c.want)
+        << c.blocks << " blocks, " << c.sms << " SMs x " << c.per_sm << ", " << c.tiles
+        << " tiles: " << c.why;
+  }
+}
+
+TEST(DecodeRules, SplitRuleProperties) {
+  // Over a sweep of made-up GPUs and grids: 1 split where the grid fills 80% of the slots or the
+  // keys are 4 tiles or fewer; never more splits than key tiles, SMs or 128; the splits' eff
+  // within 85% of the best (checked here in floating point, the rule works in integers), and
+  // no smaller count of splits is.
+  int split_grids = 0;
+  for (int sms : {1, 7, 46, 80, 108, 132, 144}) {
+    for (int per_sm : {1, 2, 3, 4}) {
+      const int64_t slots = int64_t{sms} * per_sm;
+      for (int64_t blocks = 1; blocks <= 2 * slots; ++blocks) {
+        for (int64_t tiles : {1, 4, 5, 6, 9, 17, 64, 200, 2048, 16777216}) {
+          const int s = split::choose_splits(blocks, sms, per_sm, tiles);
+          const std::string where = std::to_string(blocks) + " blocks, " + std::to_string(sms) +
+                                    " SMs x " + std::to_string(per_sm) + ", " +
+                                    std::to_string(tiles) + " tiles -> " + std::to_string(s);
+          ASSERT_GE(s, 1) << where;
+          if (blocks * 10 >= slots * 8 || tiles <= 4) {
+            ASSERT_EQ(s, 1) << where;
+            continue;
+          }
+          const int most = static_cast<int>(std::min<int64_t>({128, sms, tiles}));
+          ASSERT_LE(s, most) << where;
+          double best = 0.0;
+          for (int t = 1; t <= most; ++t) best = std::max(best, wave_efficiency(blocks, slots, t));
+          ASSERT_GE(wave_efficiency(blocks, slots, s), 0.85 * best - 1e-12) << where;
+          for (int t = 1; t < s; ++t) {
+            ASSERT_LT(wave_efficiency(blocks, slots, t), 0.85 * best + 1e-12) << where << ", " << t;
+          }
+          if (s > 1) ++split_grids;
+        }
+      }
+    }
+  }
+  EXPECT_GT(split_grids, 1000) << "the sweep must reach grids that split";
+}
+
+TEST(DecodeRules, SplitWorkspaceSize) {
+  // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
+  // nothing for one split.
+  EXPECT_EQ(split::split_workspace_bytes(1, 1, 32, 1, 128), 0);
+  EXPECT_EQ(split::split_workspace_bytes(1, 64, 32, 16, 128), 0);
+  // 2 x 32 rows: 2 x 32 x 128 x 4 = 32768 of O, 256 of LSE.
+  EXPECT_EQ(split::split_workspace_bytes(2, 1, 32, 1, 128), 32768 + 256);
+  EXPECT_EQ(split::lse_part_offset(2, 1, 32, 1, 128), 32768);
+  // 3 x 30 rows at d = 64: 23040 of O (90 x 256), 360 of LSE rounded up to 512.
+  EXPECT_EQ(split::split_workspace_bytes(3, 1, 6, 5, 64), 23040 + 512);
+  // 15 x 32 rows: 245760 of O, 1920 of LSE rounded up to 2048.
+  EXPECT_EQ(split::split_workspace_bytes(15, 1, 32, 1, 128), 245760 + 2048);
+  // An O part that is not a multiple of 256 (made-up d = 8): 3 x 8 x 4 = 96 -> 256.
+  EXPECT_EQ(split::lse_part_offset(3, 1, 1, 1, 8), 256);
+}
+
+// A decode call's params with no workspace (placeholder_params gives one as large as any).
+fl::AttnParams without_workspace(const fl::ProblemSpec& s) {
+  fl::AttnParams p = fl::placeholder_params(s);
+  p.workspace = nullptr;
+  p.workspace_bytes = 0;
+  return p;
+}
+
+TEST(DecodeRules, WorkspaceIsNoneForOneSplit) {
+  // Four key tiles or fewer never split, on any device; a grid of 512 blocks (B = 64, 8 KV
+  // heads) fills any GPU of up to 640 slots. Those calls need no workspace, and are claimed
+  // without one, by every serving rung.
+  REQUIRE_SERVING_RUNGS(ks);
+  const fl::ProblemSpec one_split[] = {
+      decode_spec(fl::DType::f16, 1, 32, 8, 1, 256, 128, false, fl::Layout::BNHD),
+      decode_spec(fl::DType::bf16, 1, 1, 1, 16, 16, 64, true, fl::Layout::BHND),
+      decode_spec(fl::DType::f16, 64, 32, 8, 1, 131072, 128, false, fl::Layout::BNHD),
+  };
+  for (const fl::KernelInfo* k : ks) {
+    for (const fl::ProblemSpec& s : one_split) {
+      const fl::AttnParams p = without_workspace(s);
+      EXPECT_EQ(fl::workspace_bytes(*k, p), 0) << k->name() << " " << s.describe();
+      EXPECT_EQ(fl::why_unsupported(*k, p), "") << k->name() << " " << s.describe();
+    }
+  }
+}
+
+TEST(DecodeRules, SplitWorkspaceIsRequired) {
+  // B = 1, 32 query heads over 8, Nk = 131072 (2048 key tiles), d = 128: 8 blocks. Without a
+  // device the rule has no SMs to fill: one split, no workspace. On one (10 SMs or more, and the
+  // 144 KiB a block), it splits: the workspace is the partials of s splits, 2 <= s <= 128, and a
+  // call with a byte less is refused by the rule, naming the rung, before any launch.
+  REQUIRE_SPLIT_RUNG(k);
+  const fl::ProblemSpec s =
+      decode_spec(fl::DType::bf16, 1, 32, 8, 1, 131072, 128, true, fl::Layout::BNHD);
+  fl::AttnParams p = without_workspace(s);
+  const int64_t need = fl::workspace_bytes(*k, p);
+  std::string no_gpu;
+  if (!fl::gpu_available(&no_gpu)) {
+    EXPECT_EQ(need, 0) << "no device: one split";
+    EXPECT_EQ(fl::why_unsupported(*k, p), "");
+    GTEST_SKIP() << "the split workspace needs a device's figures: " << no_gpu;
+  }
+  const std::string refused = fl::why_unsupported(*k, fl::placeholder_params(s));
+  if (refused.find("shared memory") != std::string::npos) GTEST_SKIP() << refused;
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  if (sms < 10) GTEST_SKIP() << "a GPU of " << sms << " SMs: 8 blocks fill it";
+  int splits = 0;
+  for (int t = 2; t <= split::kMaxSplits; ++t) {
+    if (split::split_workspace_bytes(t, 1, 32, 1, 128) == need) splits = t;
+  }
+  ASSERT_GE(splits, 2) << need << " bytes is no count of splits' partials";
+  EXPECT_LE(splits, sms);
+  p.workspace = reinterpret_cast<void*>(0x6000);
+  p.workspace_bytes = need - 1;
+  const std::string why = fl::why_unsupported(*k, p);
+  EXPECT_EQ(why.rfind("kernel " + k->name() + ": the workspace holds " +
+                          std::to_string(need - 1) + " bytes",
+                      0),
+            0u)
+      << why;
+  EXPECT_NE(why.find(std::to_string(need)), std::string::npos) << why;
+  try {
+    fl::run_kernel(*k, p);
+    ADD_FAILURE() << "run_kernel took a workspace a byte short";
+  } catch (const fl::UnsupportedError& e) {
+    EXPECT_EQ(std::string(e.what()), why);
+  }
+  p.workspace_bytes = need;
+  EXPECT_EQ(fl::why_unsupported(*k, p), "");
+}
+
+TEST(DecodeRules, SplitRungGridLimits) {
+  // Rung 38's grid is (splits, H_kv, B): H_kv and B are its y and z dimensions, 65535 each.
+  REQUIRE_SPLIT_RUNG(k);
+  const fl::ProblemSpec ok =
+      decode_spec(fl::DType::f16, 65535, 65535, 65535, 1, 64, 64, false, fl::Layout::BHND);
+  EXPECT_EQ(fl::why_unsupported(*k, fl::placeholder_params(ok)), "");
+  const fl::ProblemSpec heads =
+      decode_spec(fl::DType::f16, 1, 65536, 65536, 1, 64, 64, false, fl::Layout::BHND);
+  const std::string why = fl::why_unsupported(*k, fl::placeholder_params(heads));
+  EXPECT_EQ(why, "kernel " + k->name() + ": H_kv must be <= 65535 (the grid's y dimension)");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,8 +399,9 @@ TEST(DecodeRules, TileIsTheRowsTheBlockComputes) {
 class Decode : public ::testing::TestWithParam<std::tuple<fl::DType, int64_t, fl::Layout>> {};
 
 TEST_P(Decode, PassesTheGrid) {
+  // Each shape's problem and reference are made once and every serving rung is verified on it.
   FL_REQUIRE_GPU();
-  REQUIRE_DECODE_RUNG(k);
+  REQUIRE_SERVING_RUNGS(ks);
   const auto [t, d, layout] = GetParam();
   fl::CublasHandle cublas;
   int ran = 0;
@@ -198,23 +413,26 @@ TEST_P(Decode, PassesTheGrid) {
           for (int64_t b : kBatches) {
             const fl::ProblemSpec s = decode_spec(t, b, h[0], h[1], nq, nk, d, causal, layout);
             fl::Problem problem(s);
-            const std::string why = fl::why_unsupported(*k, problem.params());
-            if (why.find("shared memory") != std::string::npos) {
-              GTEST_SKIP() << why;  // a GPU with less than 144 KiB a block (d = 128)
-            }
-            ASSERT_EQ(why, "") << s.describe();
             const fl::Reference ref(problem, cublas);
-            const fl::Verdict v = fl::verify(*k, problem, ref);
-            EXPECT_TRUE(v.passed) << s.describe() << (s.with_lse ? " lse" : "") << ": " << v.why
-                                  << " [max err " << v.out.max_abs_err << ", tolerance "
-                                  << v.tolerance << "]";
-            ++ran;
+            for (const fl::KernelInfo* k : ks) {
+              const std::string why = fl::why_unsupported(*k, problem.params_for(*k));
+              if (why.find("shared memory") != std::string::npos) {
+                GTEST_SKIP() << why;  // a GPU with less than 144 KiB a block (d = 128)
+              }
+              ASSERT_EQ(why, "") << k->name() << " " << s.describe();
+              const fl::Verdict v = fl::verify(*k, problem, ref);
+              EXPECT_TRUE(v.passed) << k->name() << " " << s.describe()
+                                    << (s.with_lse ? " lse" : "") << ": " << v.why
+                                    << " [max err " << v.out.max_abs_err << ", tolerance "
+                                    << v.tolerance << "]";
+              ++ran;
+            }
           }
         }
       }
     }
   }
-  EXPECT_EQ(ran, (4 * 7 * 4 - 7) * 2 * 2);
+  EXPECT_EQ(ran, (4 * 7 * 4 - 7) * 2 * 2 * static_cast<int>(ks.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -232,7 +450,7 @@ TEST(DecodeNumerics, LargeMagnitude) {
   // Scores of tens to hundreds (inputs of std 8 in fp16, 20 in bf16, as test_kernels.cu's large
   // case): a sharp softmax whose max moves from tile to tile.
   FL_REQUIRE_GPU();
-  REQUIRE_DECODE_RUNG(k);
+  REQUIRE_SERVING_RUNGS(ks);
   fl::CublasHandle cublas;
   for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
     for (bool causal : {false, true}) {
@@ -241,9 +459,12 @@ TEST(DecodeNumerics, LargeMagnitude) {
       s.with_lse = true;
       fl::Problem problem(s);
       const fl::Reference ref(problem, cublas);
-      const fl::Verdict v = fl::verify(*k, problem, ref);
-      EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err "
-                            << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+      for (const fl::KernelInfo* k : ks) {
+        const fl::Verdict v = fl::verify(*k, problem, ref);
+        EXPECT_TRUE(v.passed) << k->name() << " " << s.describe() << ": " << v.why
+                              << " [max err " << v.out.max_abs_err << ", tolerance "
+                              << v.tolerance << "]";
+      }
     }
   }
 }
@@ -252,10 +473,18 @@ TEST(DecodeNumerics, LargeMagnitude) {
 // it for the prefill rungs): Q[h, s, c] NaN makes row (h, s) NaN (O and LSE); K[hk, j, c] NaN
 // every row of the g query heads of KV head hk (O and LSE); V[hk, j, c] NaN column c of those
 // rows (the LSE untouched). Every other output equals the clean run bitwise: the rows of a tile
-// never mix, so a head or a position read from the wrong place shows here.
+// never mix, so a head or a position read from the wrong place shows here. (Nk = 300 is 5 key
+// tiles: rung 38 splits it on a GPU of 5 SMs or more, and its combine must carry each NaN.)
+void expect_nan_reaches_exactly(const fl::KernelInfo& k);
+
 TEST(DecodeNumerics, NaNReachesExactlyTheOutputsThatReadIt) {
   FL_REQUIRE_GPU();
-  REQUIRE_DECODE_RUNG(k);
+  REQUIRE_SERVING_RUNGS(ks);
+  for (const fl::KernelInfo* k : ks) expect_nan_reaches_exactly(*k);
+}
+
+void expect_nan_reaches_exactly(const fl::KernelInfo& kernel) {
+  const fl::KernelInfo* k = &kernel;
   constexpr int64_t kHq = 12, kHkv = 4, kG = kHq / kHkv, kNqN = 5, kNkN = 300, kD = 64;
   struct NanCase {
     const char* name;
@@ -278,7 +507,7 @@ TEST(DecodeNumerics, NaNReachesExactlyTheOutputsThatReadIt) {
                    const std::vector<float>& vi, std::vector<float>& o, std::vector<float>& lse) {
       problem.set_inputs(qi.data(), ki.data(), vi.data());
       problem.poison_output();
-      fl::run_kernel(*k, problem.params());
+      fl::run_kernel(*k, problem.params_for(*k));
       FL_CUDA_CHECK(cudaDeviceSynchronize());
       o = problem.output_host();
       lse.resize(kHq * kNqN);
@@ -288,7 +517,7 @@ TEST(DecodeNumerics, NaNReachesExactlyTheOutputsThatReadIt) {
     std::vector<float> o0, lse0;
     run(q, kk, v, o0, lse0);
     for (const NanCase& c : nan_cases) {
-      SCOPED_TRACE(std::string(fl::to_string(t)) + " NaN in " + c.name);
+      SCOPED_TRACE(k->name() + " " + fl::to_string(t) + " NaN in " + c.name);
       std::vector<float> qb = q, kb = kk, vb = v;
       std::vector<float>& x = c.which == 0 ? qb : c.which == 1 ? kb : vb;
       const int64_t rows = c.which == 0 ? kNqN : kNkN;
@@ -322,6 +551,153 @@ TEST(DecodeNumerics, NaNReachesExactlyTheOutputsThatReadIt) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// GPU: the splits' edges (every serving rung; rung 38's splits checked through its workspace)
+// ---------------------------------------------------------------------------------------------
+
+// The number of splits rung 38 runs `problem` in, read back from the workspace it asks (the
+// partials of s splits, splits.h); 1 for none, 0 for a size no count of splits gives.
+int splits_of(const fl::KernelInfo& k, const fl::Problem& problem) {
+  const fl::ProblemSpec& s = problem.spec();
+  const int64_t bytes = fl::workspace_bytes(k, problem.params());
+  if (bytes == 0) return 1;
+  for (int t = 2; t <= split::kMaxSplits; ++t) {
+    if (split::split_workspace_bytes(t, s.batch, s.heads_q, s.seqlen_q, s.head_dim) == bytes) {
+      return t;
+    }
+  }
+  return 0;
+}
+
+// verify, with the workspace poisoned first (all bits set: NaN as fp32), so that a partial read
+// before it is written shows as a NaN in O.
+fl::Verdict verify_poisoned(const fl::KernelInfo& k, fl::Problem& problem,
+                            const fl::Reference& ref) {
+  const fl::AttnParams& p = problem.params_for(k);
+  if (p.workspace_bytes > 0) fl::fill_bits16(p.workspace, 0xFFFF, p.workspace_bytes / 2);
+  return fl::verify(k, problem, ref);
+}
+
+int sm_count() {
+  int device = 0, sms = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
+  // Causal, Nq = 16, Nk = 256 + r (5 key tiles) at B = 1 with 1 or 2 KV heads: on a GPU of 11
+  // SMs or more the rule gives 5 splits (eff grows with s up to the 5 tiles), one tile each.
+  // Row s sees the keys j <= Nk - 16 + s: of the last split's r keys (256 ..), rows s < 16 - r
+  // see none (LSE_s = -inf, O_s = 0), and the combine must leave that split out of their rows.
+  FL_REQUIRE_GPU();
+  REQUIRE_SERVING_RUNGS(ks);
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  int ran = 0;
+  for (int64_t d : {64, 128}) {
+    for (const auto& h : {std::array<int64_t, 2>{1, 1}, std::array<int64_t, 2>{8, 2}}) {
+      for (int64_t r : {1, 7, 15, 16}) {
+        const fl::ProblemSpec s = decode_spec(fl::DType::f16, 1, h[0], h[1], 16, 256 + r, d,
+                                              true, fl::Layout::BNHD);
+        fl::Problem problem(s);
+        const fl::Reference ref(problem, cublas);
+        for (const fl::KernelInfo* k : ks) {
+          const std::string why = fl::why_unsupported(*k, problem.params_for(*k));
+          if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+          ASSERT_EQ(why, "") << k->name() << " " << s.describe();
+          if (k->workspace != nullptr && sms >= 11) {
+            EXPECT_EQ(splits_of(*k, problem), 5) << k->name() << " " << s.describe();
+          }
+          const fl::Verdict v = verify_poisoned(*k, problem, ref);
+          EXPECT_TRUE(v.passed) << k->name() << " " << s.describe() << ": " << v.why
+                                << " [max err " << v.out.max_abs_err << ", tolerance "
+                                << v.tolerance << "]";
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ran, 2 * 2 * 4 * static_cast<int>(ks.size()));
+}
+
+TEST(DecodeSplits, RowsThatSeeNoKeyAtAll) {
+  // Causal, Nq = 16 against Nk < 16 keys (one tile: one split): rows s < 16 - Nk see no key and
+  // get O = 0 and LSE = -inf exactly, the others finite; no NaN anywhere. Nq = 16, Nk = 16: every
+  // row sees 1 .. 16 keys, all finite.
+  FL_REQUIRE_GPU();
+  REQUIRE_SERVING_RUNGS(ks);
+  fl::CublasHandle cublas;
+  for (int64_t nk : {1, 5, 15, 16}) {
+    for (const auto& h : {std::array<int64_t, 2>{1, 1}, std::array<int64_t, 2>{8, 2}}) {
+      constexpr int64_t kQ = 16, kD = 64;
+      const fl::ProblemSpec s =
+          decode_spec(fl::DType::bf16, 1, h[0], h[1], kQ, nk, kD, true, fl::Layout::BHND);
+      fl::Problem problem(s);
+      const fl::Reference ref(problem, cublas);
+      for (const fl::KernelInfo* k : ks) {
+        SCOPED_TRACE(k->name() + " " + s.describe());
+        EXPECT_EQ(splits_of(*k, problem), 1);
+        const fl::Verdict v = verify_poisoned(*k, problem, ref);
+        EXPECT_TRUE(v.passed) << v.why;
+        const std::vector<float> o = problem.output_host();
+        std::vector<float> lse(h[0] * kQ);
+        FL_CUDA_CHECK(cudaMemcpy(lse.data(), problem.lse.get(), lse.size() * 4,
+                                 cudaMemcpyDeviceToHost));
+        int64_t wrong = 0;
+        for (int64_t head = 0; head < h[0]; ++head) {
+          for (int64_t q = 0; q < kQ; ++q) {
+            const int64_t row = head * kQ + q;
+            const bool empty = q + nk - kQ + 1 <= 0;  // sees the keys j <= q + Nk - Nq
+            const bool lse_ok = empty ? lse[row] == -std::numeric_limits<float>::infinity()
+                                      : std::isfinite(lse[row]);
+            if (!lse_ok && ++wrong <= 5) ADD_FAILURE() << "LSE h=" << head << " s=" << q;
+            for (int64_t c = 0; c < kD; ++c) {
+              const float x = o[row * kD + c];
+              const bool ok = empty ? x == 0.f : std::isfinite(x);
+              if (!ok && ++wrong <= 5) {
+                ADD_FAILURE() << "O h=" << head << " s=" << q << " c=" << c << " = " << x;
+              }
+            }
+          }
+        }
+        EXPECT_EQ(wrong, 0);
+      }
+    }
+  }
+}
+
+TEST(DecodeSplits, ALongCacheInManySplits) {
+  // B = 1, 32 query heads over 8, Nk = 131072 (2048 key tiles) and 131072 - 37: 8 blocks, which
+  // rung 38 splits on any GPU of 10 SMs or more; one query and four (causal), both dtypes.
+  FL_REQUIRE_GPU();
+  REQUIRE_SERVING_RUNGS(ks);
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (int64_t nq : {1, 4}) {
+      const int64_t nk = nq == 1 ? 131072 : 131072 - 37;
+      const fl::ProblemSpec s = decode_spec(t, 1, 32, 8, nq, nk, 128, nq > 1, fl::Layout::BNHD);
+      fl::Problem problem(s);
+      const fl::Reference ref(problem, cublas);
+      for (const fl::KernelInfo* k : ks) {
+        const std::string why = fl::why_unsupported(*k, problem.params_for(*k));
+        if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+        ASSERT_EQ(why, "") << k->name() << " " << s.describe();
+        if (k->workspace != nullptr && sms >= 10) {
+          const int n = splits_of(*k, problem);
+          EXPECT_GE(n, 2) << k->name() << " " << s.describe();
+          EXPECT_LE(n, std::min(sms, split::kMaxSplits)) << k->name() << " " << s.describe();
+        }
+        const fl::Verdict v = verify_poisoned(*k, problem, ref);
+        EXPECT_TRUE(v.passed) << k->name() << " " << s.describe() << ": " << v.why
+                              << " [max err " << v.out.max_abs_err << ", tolerance "
+                              << v.tolerance << "]";
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // GPU, alone: a K/V cache of more than 2^31 elements
 // ---------------------------------------------------------------------------------------------
 
@@ -332,7 +708,7 @@ TEST(DecodeLargeShape, IndexesACachePast2To31Elements) {
   // query sees every key) with the LSE. About 8.6 GB for K and V, 0.5 GB for the reference's
   // scores.
   FL_REQUIRE_GPU();
-  REQUIRE_DECODE_RUNG(k);
+  REQUIRE_SERVING_RUNGS(ks);
   const fl::ProblemSpec s = decode_spec(fl::DType::f16, 1, 32, 8, 1, (int64_t{1} << 21) + 71,
                                         128, true, fl::Layout::BHND);
   const fl::AttnParams shape = s.params();
@@ -348,11 +724,13 @@ TEST(DecodeLargeShape, IndexesACachePast2To31Elements) {
   }
   fl::CublasHandle cublas;
   fl::Problem problem(s);
-  ASSERT_EQ(fl::why_unsupported(*k, problem.params()), "");
   const fl::Reference ref(problem, cublas);
-  const fl::Verdict v = fl::verify(*k, problem, ref);
-  EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err " << v.out.max_abs_err
-                        << ", tolerance " << v.tolerance << "]";
+  for (const fl::KernelInfo* k : ks) {
+    ASSERT_EQ(fl::why_unsupported(*k, problem.params_for(*k)), "") << k->name();
+    const fl::Verdict v = fl::verify(*k, problem, ref);
+    EXPECT_TRUE(v.passed) << k->name() << " " << s.describe() << ": " << v.why << " [max err "
+                          << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+  }
 }
 
 }  // namespace
