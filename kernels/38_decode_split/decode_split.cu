@@ -13,8 +13,8 @@
 //            3. the number of splits from the waves the grid makes (splits.h, FlashAttention's
 //               rule): SMs and blocks per SM from the device, 1 split at <= 4 key tiles
 // expect:    GB/s of K + V near the read ceiling at B = 1 as at large B (GQA 32/8, Nk = 131072:
-//            8 blocks become about a full wave); the partials add 2 x splits x rows x d x 4
-//            bytes, nothing beside K and V; rung 37's speed where the grid fills the GPU
+//            8 blocks become about a full wave); the partials add 2 x splits x rows x (d + 1)
+//            x 4 bytes, nothing beside K and V; rung 37's speed where the grid fills the GPU
 // supports:  fp16, bf16; d in {64, 128}; Nq x H_q / H_kv <= 64 (longer calls are prefill: the
 //            forward rungs); any Nk >= 1 (up to 2^30); causal or not; MHA, GQA, MQA; any strides
 //            (rows 16-byte aligned), both layouts; LSE optional; H_kv, B <= 65535 (the grid)
