@@ -49,7 +49,10 @@ done
 # 2-stage ring, so a stage is reused (its mbarrier's second phase, parity 1) within the run.
 # Nq = 129, Nk = 257 at d = 128 ends the 128 x 128 tiles of rungs 24-27 in a query tile of 1 row
 # (after one whole one) and a KV tile of 1 key (after two): the edges of their short items (rung
-# 27's narrow first visit among them).
+# 27's narrow first visit among them). The decode rungs (37+) take only a few query rows (Nq x
+# H_q / H_kv <= 64) and refuse the rest: the last two shapes are theirs, with 5 and 11 key tiles,
+# which rung 38 splits over several blocks on any GPU these runs use (the partials and the
+# combine), causal with two positions in one tile, GQA and MQA, d = 128 and 64.
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
   "gqa_n384_d128_lse:--n 384 --d 128 --heads 4 --heads-kv 2 --lse"
@@ -58,6 +61,8 @@ shapes=(
   "causal_nq150_nk67_d128:--nq 150 --nk 67 --d 128 --heads 2 --causal"
   "nq130_nk140_d256_lse:--nq 130 --nk 140 --d 256 --heads 2 --lse"
   "nq129_nk257_d128_lse:--nq 129 --nk 257 --d 128 --heads 2 --lse"
+  "decode_nq2_nk300_d128_lse:--nq 2 --nk 300 --d 128 --heads 8 --heads-kv 2 --causal --lse"
+  "decode_nq1_nk700_d64_bnhd:--nq 1 --nk 700 --d 64 --heads 4 --heads-kv 1 --layout bnhd"
 )
 
 ladder=$build/ladder

@@ -72,7 +72,7 @@ TEST_P(FuzzTest, MatchesTheReferenceOnRandomShapes) {
     try {
       fl::Problem problem(spec);
       // shape_params() stood in for this Problem when the claim was decided; they must agree.
-      ASSERT_EQ(fl::why_unsupported(k, problem.params()), "") << where.str();
+      ASSERT_EQ(fl::why_unsupported(k, problem.params_for(k)), "") << where.str();
       fl::Reference ref(problem, cublas);
       const fl::Verdict v = fl::verify(k, problem, ref);
       std::printf("[fuzz] %s case %llu: %s: %s (max err %.3g, tolerance %.3g)\n",

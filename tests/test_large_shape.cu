@@ -80,7 +80,7 @@ TEST(LargeShape, EveryKernelIndexesPast2To31Elements) {
     for (const fl::KernelInfo* k : kernels) {
       // No kernel may refuse a dense shape at d = 128, N = 256 in its input type for its
       // element count.
-      const std::string why = fl::why_unsupported(*k, problem.params());
+      const std::string why = fl::why_unsupported(*k, problem.params_for(*k));
       EXPECT_EQ(why, "") << k->name() << " refuses the shape";
       if (!why.empty()) continue;
       const fl::Verdict v = fl::verify(*k, problem, ref);

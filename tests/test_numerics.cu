@@ -163,7 +163,7 @@ TEST(Numerics, LatticeScoresAreExactInFp32) {
 bool verify_on(const fl::KernelInfo& kernel, const fl::ProblemSpec& s, const Inputs& in,
                fl::CublasHandle& cublas) {
   fl::Problem problem(s);
-  if (!fl::why_unsupported(kernel, problem.params()).empty()) return false;
+  if (!fl::why_unsupported(kernel, problem.params_for(kernel)).empty()) return false;
   problem.set_inputs(in.q.data(), in.k.data(), in.v.data());
   fl::Reference ref(problem, cublas);
   const fl::Verdict v = fl::verify(kernel, problem, ref);
@@ -404,7 +404,7 @@ TEST_P(NumericsTest, NaNReachesExactlyTheOutputsThatAttendToIt) {
     const fl::ProblemSpec s = fl::test::in_input_type(kernel, spec_of(t, kHeadsQ, kHeadsKv));
     const int64_t n = s.seqlen_q, d = s.head_dim;
     fl::Problem problem(s);
-    if (!fl::why_unsupported(kernel, problem.params()).empty()) continue;
+    if (!fl::why_unsupported(kernel, problem.params_for(kernel)).empty()) continue;
     ++claimed;
     Rng r(3000 + static_cast<uint64_t>(t));
     Inputs clean = sized(s);
