@@ -51,7 +51,7 @@ done
 # (after one whole one) and a KV tile of 1 key (after two): the edges of their short items (rung
 # 27's narrow first visit among them). The decode rungs (37+) take only a few query rows (Nq x
 # H_q / H_kv <= 64) and refuse the rest: the last two shapes are theirs, with 5 and 11 key tiles,
-# which rung 38 splits over several blocks on any GPU these runs use (the partials and the
+# which rung 38 splits over 5 and 11 blocks on an H100 (its rule, splits.h: the partials and the
 # combine), causal with two positions in one tile, GQA and MQA, d = 128 and 64.
 shapes=(
   "n128_d128_lse:--n 128 --d 128 --heads 2 --lse"
