@@ -90,20 +90,32 @@ class Ladder(flash_ladder.Library):
             sys.exit(str(e))
         self._sizes, self._workspaces = {}, {}  # run()'s workspace sizes and buffers
 
-    def run(self, number, params):
-        """fl_run, with the workspace the kernel needs for params' sizes (the split-key decode's):
-        allocated at the first call of a (kernel, size) and kept, so that timed calls allocate
-        nothing."""
+    def with_workspace(self, number, params):
+        """params with the workspace kernel `number` needs for their sizes (the split-key
+        decode's): allocated at the first call of a (kernel, size) and kept, so that timed calls
+        allocate nothing. A kernel that refuses the sizes gets none (its refusal comes later)."""
         key = (number, params.dtype, params.batch, params.heads_q, params.heads_kv,
                params.seqlen_q, params.seqlen_k, params.head_dim, params.causal)
         if key not in self._sizes:
-            self._sizes[key] = self.workspace_size(number, params)
+            try:
+                self._sizes[key] = self.workspace_size(number, params)
+            except flash_ladder.FlashLadderError:
+                self._sizes[key] = 0
         size = self._sizes[key]
         if size > params.workspace_bytes:
             if size not in self._workspaces:
                 self._workspaces[size] = torch.empty(size, dtype=torch.uint8, device="cuda")
             params.workspace, params.workspace_bytes = self._workspaces[size].data_ptr(), size
-        super().run(number, params, torch.cuda.current_stream().cuda_stream)
+        return params
+
+    def supports(self, number, params):
+        """Library.supports, the workspace included (with_workspace)."""
+        return super().supports(number, self.with_workspace(number, params))
+
+    def run(self, number, params):
+        """fl_run on torch's current stream, with the workspace (with_workspace)."""
+        super().run(number, self.with_workspace(number, params),
+                    torch.cuda.current_stream().cuda_stream)
 
     def run_backward(self, number, bparams):
         super().run_backward(number, bparams, torch.cuda.current_stream().cuda_stream)

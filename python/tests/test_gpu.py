@@ -299,6 +299,63 @@ class Kernels(GpuTestCase):
         self.assertLessEqual(max_abs(o, ref), FLOOR["float16"])
 
 
+class Decode(GpuTestCase):
+    """The serving rungs through the package: a few query rows against a long K/V cache, the
+    GQA heads packed, the keys split over blocks whose partials live in a workspace that the
+    package takes from torch's allocator (also inside a CUDA graph)."""
+
+    SHAPES = [dict(b=1, h=32, hkv=8, nq=1, nk=8192, layout="bnhd", causal=False),
+              dict(b=2, h=16, hkv=2, nq=4, nk=3000, layout="bnhd", causal=True),
+              dict(b=1, h=8, hkv=8, nq=1, nk=20000, layout="bhnd", causal=False),
+              dict(b=3, h=6, hkv=2, nq=16, nk=700, layout="bhnd", causal=True)]
+
+    def tensors(self, c, d=128):
+        return (make_tensor(c["b"], c["h"], c["nq"], d, c["layout"], torch.float16,
+                            "contiguous", self.gen),
+                make_tensor(c["b"], c["hkv"], c["nk"], d, c["layout"], torch.float16,
+                            "contiguous", self.gen),
+                make_tensor(c["b"], c["hkv"], c["nk"], d, c["layout"], torch.float16,
+                            "contiguous", self.gen))
+
+    def test_decode_calls(self):
+        serving = [n for n in self.numbers if n >= 37]
+        if not serving:
+            self.skipTest("no serving rung (37+) in this build")
+        for c in self.SHAPES:
+            q, k, v = self.tensors(c)
+            o = torch.empty_like(q)
+            params = flash_ladder.make_params(q, k, v, o, causal=c["causal"], layout=c["layout"])
+            best = _capi.best_kernel(self.lib, params)
+            self.assertEqual(best, max(serving), f"best for {c}")
+            for kernel in ["best"] + serving:
+                self.check(q, k, v, causal=c["causal"], layout=c["layout"], kernel=kernel,
+                           label=f"{c} kernel {kernel}")
+
+    def test_split_workspace_in_a_cuda_graph(self):
+        if 38 not in self.numbers:
+            self.skipTest("rung 38 is not in this build")
+        c = self.SHAPES[0]
+        q, k, v = self.tensors(c)
+        o = torch.empty_like(q)
+        params = flash_ladder.make_params(q, k, v, o, layout=c["layout"])
+        self.assertGreater(self.lib.workspace_size(38, params), 0,
+                           "this shape should be split (B = 1, 8 KV heads, 128 key tiles)")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            flash_ladder.attention(q, k, v, kernel=38, layout=c["layout"])
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = flash_ladder.attention(q, k, v, kernel=38, layout=c["layout"])
+        for t in (q, k, v):
+            t.copy_(torch.randn(t.shape, device="cuda", generator=self.gen).to(t.dtype))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref, _, _, _ = reference(q, k, v, False, None, c["layout"])
+        self.assertLessEqual(max_abs(out, ref), FLOOR["float16"])
+
+
 class Errors(GpuTestCase):
     def qkv(self, n=128, d=64, h=2):
         return [make_tensor(1, h, n, d, "bhnd", torch.float16, "contiguous", self.gen)
