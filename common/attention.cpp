@@ -215,24 +215,61 @@ std::string check_workspace(const void* workspace, int64_t bytes) {
   return "";
 }
 
+std::string check_kv_cache(const AttnParams& p) {
+  std::ostringstream why;
+  if (reinterpret_cast<uintptr_t>(p.seqlens_k) % 4 != 0) {
+    return "seqlens_k must be 4-byte aligned";
+  }
+  if (reinterpret_cast<uintptr_t>(p.block_table) % 4 != 0) {
+    return "block_table must be 4-byte aligned";
+  }
+  if (p.block_table == nullptr) {
+    if (p.page_size != 0 || p.block_table_stride != 0) {
+      why << "page_size and block_table_stride describe a block table: both must be 0 without "
+             "one (got page_size = " << p.page_size << ", block_table_stride = "
+          << p.block_table_stride << ")";
+      return why.str();
+    }
+    return "";
+  }
+  if (p.page_size < 16 || p.page_size % 16 != 0) {
+    why << "page_size must be a multiple of 16 and >= 16 with a block table (got " << p.page_size
+        << ")";
+    return why.str();
+  }
+  const int64_t pages = p.seqlen_k / p.page_size + (p.seqlen_k % p.page_size != 0);
+  if (p.block_table_stride < pages) {
+    why << "block_table_stride (" << p.block_table_stride << ") must be >= ceil(seqlen_k / "
+        << "page_size) = " << pages << ": a row of the table holds the pages of seqlen_k keys";
+    return why.str();
+  }
+  return "";
+}
+
 std::string check_common(const AttnParams& p) {
   const std::string shape = check_shape(p);
   if (!shape.empty()) return shape;
   const std::string types = check_types(p);
   if (!types.empty()) return types;
+  const std::string cache = check_kv_cache(p);
+  if (!cache.empty()) return cache;
   const int64_t in_size = element_size(p.dtype), out_size = element_size(p.out_dtype);
+  // With a block table, K and V are page pools: checked as one page of page_size rows (the
+  // number of pages is the caller's; its batch stride is the stride between pages).
+  const bool paged = p.block_table != nullptr;
+  const int64_t kv_batch = paged ? 1 : p.batch, kv_rows = paged ? p.page_size : p.seqlen_k;
   const struct {
     const char* name;
     const void* ptr;
     const Strides* s;
-    int64_t heads, rows, elem;
-  } tensors[] = {{"Q", p.q, &p.q_stride, p.heads_q, p.seqlen_q, in_size},
-                 {"K", p.k, &p.k_stride, p.heads_kv, p.seqlen_k, in_size},
-                 {"V", p.v, &p.v_stride, p.heads_kv, p.seqlen_k, in_size},
-                 {"O", p.o, &p.o_stride, p.heads_q, p.seqlen_q, out_size}};
+    int64_t batch, heads, rows, elem;
+  } tensors[] = {{"Q", p.q, &p.q_stride, p.batch, p.heads_q, p.seqlen_q, in_size},
+                 {"K", p.k, &p.k_stride, kv_batch, p.heads_kv, kv_rows, in_size},
+                 {"V", p.v, &p.v_stride, kv_batch, p.heads_kv, kv_rows, in_size},
+                 {"O", p.o, &p.o_stride, p.batch, p.heads_q, p.seqlen_q, out_size}};
   for (const auto& t : tensors) {
     const std::string bad =
-        check_tensor(t.name, t.ptr, *t.s, p.batch, t.heads, t.rows, p.head_dim, t.elem);
+        check_tensor(t.name, t.ptr, *t.s, t.batch, t.heads, t.rows, p.head_dim, t.elem);
     if (!bad.empty()) return bad;
   }
   if (p.lse != nullptr && reinterpret_cast<uintptr_t>(p.lse) % 4 != 0) {
@@ -248,6 +285,10 @@ std::string check_backward(const BwdParams& b) {
   const std::string common = check_common(p);
   if (!common.empty()) return common;
   if (p.dtype == DType::e4m3) return "the backward takes fp16 and bf16 inputs (got e4m3)";
+  if (p.seqlens_k != nullptr || p.block_table != nullptr) {
+    return "the backward takes a contiguous K/V of seqlen_k keys a sequence (no seqlens_k, no "
+           "block_table): the K/V cache is for decode";
+  }
   if (p.lse == nullptr) {
     return "LSE is required: the backward recomputes P from the forward's log-sum-exp";
   }

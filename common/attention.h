@@ -79,6 +79,26 @@ struct AttnParams {
   // (The backward's scratch is BwdParams::workspace; a backward call leaves these null.)
   void* workspace = nullptr;
   int64_t workspace_bytes = 0;
+
+  // A K/V cache: per-sequence lengths and pages. Null: every sequence has seqlen_k keys, and
+  // K, V are the usual [B, H_kv, Nk, d] tensors (by k_stride / v_stride). Only a kernel with
+  // KernelInfo::kv_cache (rung 39) takes either; why_unsupported refuses the others.
+  //   seqlens_k: sequence b has seqlens_k[b] keys, 0 <= seqlens_k[b] <= seqlen_k (seqlen_k is
+  //     then the capacity). Device data: the host cannot check the values; one outside
+  //     [0, seqlen_k] is the caller's undefined behaviour (as in FlashAttention), which the
+  //     kernel clamps to [0, seqlen_k] so that nothing reads out of bounds. A sequence of 0 keys
+  //     sees none: O = 0 and LSE = -inf for its rows. Causal is bottom-right per sequence: query
+  //     i of sequence b sees key j iff j <= i + seqlens_k[b] - Nq.
+  //   block_table: k and v point at page pools [num_pages, page_size, H_kv, d]; key j of
+  //     sequence b lives in page block_table[b * block_table_stride + j / page_size], row
+  //     j % page_size. k_stride.batch is then the stride between pages, k_stride.row between
+  //     rows of a page, k_stride.head between heads (likewise v_stride); seqlen_k is the
+  //     capacity (pages a row of the table x page_size, or less). The page numbers are device
+  //     data too: each must name a page of the pool.
+  const int32_t* seqlens_k = nullptr;   // device [B], or null
+  const int32_t* block_table = nullptr; // device [B][block_table_stride], or null
+  int64_t block_table_stride = 0;       // elements between rows of block_table
+  int64_t page_size = 0;                // keys a page (block_table set: required); else 0
 };
 
 // Fills the strides for the [B, H, N, d] layout ("BHND") or the [B, N, H, d] layout ("BNHD").
@@ -108,9 +128,17 @@ std::string check_shape(const AttnParams& p);
 // e4m3; O's by out_dtype) and rows >= d apart, offsets that fit in int64, LSE 4-byte aligned; the
 // descale factors: for e4m3 inputs non-null and every factor finite and > 0 (1 per tensor, or
 // B x H_q for Q and B x H_kv for K and V with descale_per_head), for fp16/bf16 inputs null (and
-// descale_per_head false); the workspace (check_workspace). Returns "" when the parameters are
-// well formed, else the broken rule.
+// descale_per_head false); the workspace (check_workspace); the K/V cache (check_kv_cache: with a
+// block table, K and V are checked as page pools, one page of page_size rows). Returns "" when
+// the parameters are well formed, else the broken rule.
 std::string check_common(const AttnParams& p);
+
+// The host-side rules on the K/V cache fields (no device reads): seqlens_k and block_table
+// 4-byte aligned; with a block table, page_size a multiple of 16 (>= 16) and
+// block_table_stride >= ceil(seqlen_k / page_size); without one, page_size and
+// block_table_stride 0. A kernel may require more of page_size in its supports (rung 39: a
+// multiple of 64). "" when they hold.
+std::string check_kv_cache(const AttnParams& p);
 
 // A workspace of `bytes` at `workspace`: bytes >= 0, non-null when bytes > 0, 256-byte aligned.
 // (Whether it is large enough depends on the kernel: why_unsupported checks that.)
@@ -139,7 +167,8 @@ struct BwdParams {
 // dO, dQ strides as fwd's Q strides and dK, dV's as K's; every pointer of the backward null.
 BwdParams make_bwd_params(const AttnParams& fwd);
 
-// The rules every backward kernel shares: check_common(fwd); fp16 or bf16 inputs; the LSE
+// The rules every backward kernel shares: check_common(fwd); fp16 or bf16 inputs; no K/V cache
+// (seqlens_k and block_table null); the LSE
 // present; dO, dQ, dK, dV by the same rules as Q, K, V (in the inputs' dtype); the workspace
 // non-null when its size is > 0, 256-byte aligned. "" when they hold, else the broken rule.
 // (Whether the workspace is large enough depends on the kernel: run_backward checks it.)

@@ -69,6 +69,12 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
   } else if (why.empty() && p.dtype != DType::e4m3 && kernel.fp8_inputs) {
     why = std::string("takes e4m3 inputs only (got ") + to_string(p.dtype) + ")";
   }
+  // The K/V cache, by KernelInfo::kv_cache, before the kernel's own rules (which assume a
+  // contiguous K/V of seqlen_k keys a sequence when the kernel has no kv_cache).
+  if (why.empty() && !kernel.kv_cache && (p.seqlens_k != nullptr || p.block_table != nullptr)) {
+    why = "takes a contiguous K/V of seqlen_k keys a sequence: a K/V cache with cache lengths or "
+          "a block table needs rung 39";
+  }
   if (why.empty()) why = kernel.supports(p);
   if (why.empty()) why = why_not_this_device(kernel);
   if (why.empty()) why = why_workspace_short(kernel, p, p.workspace_bytes);

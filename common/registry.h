@@ -54,6 +54,10 @@ struct KernelInfo {
   // caller provides it (AttnParams::workspace for the forward, BwdParams::workspace for the
   // backward), so that nothing allocates inside a call.
   int64_t (*workspace)(const AttnParams&) = nullptr;
+  // True for a kernel that takes a K/V cache: per-sequence lengths (AttnParams::seqlens_k) and
+  // pages (block_table, page_size): rung 39. why_unsupported refuses a call that sets either for
+  // a kernel without it.
+  bool kv_cache = false;
   // The backward rungs (29+) set op = Op::backward and the two fields after it (and workspace),
   // and leave tile, supports and launch (the forward's) null.
   Op op = Op::forward;
@@ -76,8 +80,9 @@ const std::vector<const KernelInfo*>& backward_kernels();
 const KernelInfo* find_kernel(const std::string& key);
 
 // "" when `kernel` can run `p` on the current device, else why not (names the kernel and rule):
-// check_common, the input type, the kernel's supports, the device, and the workspace size (at
-// least workspace_bytes). A backward rung is refused here ("is a backward rung").
+// check_common, the input type, the K/V cache (seqlens_k or block_table set: a kernel with
+// kv_cache only), the kernel's supports, the device, and the workspace size (at least
+// workspace_bytes). A backward rung is refused here ("is a backward rung").
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
 
 // The same for the backward: check_backward, the kernel's op, its supports_backward, the device,

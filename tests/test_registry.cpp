@@ -369,3 +369,137 @@ TEST(Registry, BestDoesNotDependOnTheWorkspace) {
 }
 
 }  // namespace
+
+namespace {
+
+// A K/V cache call (decode: B = 3, GQA 32/8, Nq = 1, d = 128, capacity seqlen_k = 1000, BNHD
+// queries), placeholder pointers: per-sequence lengths alone, or with a block table of 256-key
+// pages (K and V then page pools [pages, 256, H_kv, d], batch stride = a page's).
+fl::AttnParams cache_call(bool paged) {
+  fl::AttnParams p = fl::make_params(fl::DType::f16, 3, 32, 1, 1000, 128, false,
+                                     fl::Layout::BNHD);
+  p.heads_kv = 8;
+  p.k_stride = p.v_stride = fl::make_strides(fl::Layout::BNHD, 8, 1000, 128);
+  p.q = reinterpret_cast<void*>(0x1000);
+  p.k = reinterpret_cast<void*>(0x2000);
+  p.v = reinterpret_cast<void*>(0x3000);
+  p.o = reinterpret_cast<void*>(0x4000);
+  p.seqlens_k = reinterpret_cast<const int32_t*>(0x5000);
+  if (paged) {
+    p.block_table = reinterpret_cast<const int32_t*>(0x7000);
+    p.page_size = 256;
+    p.block_table_stride = 4;  // ceil(1000 / 256)
+    p.k_stride = p.v_stride = fl::make_strides(fl::Layout::BNHD, 8, 256, 128);
+  }
+  return p;
+}
+
+// check_common's rules on the cache fields (host side: the pointers' alignment, the page size,
+// the table's row length; the lengths and page numbers are device data, never read).
+TEST(Registry, KvCacheRulesOfCheckCommon) {
+  EXPECT_EQ(fl::check_common(cache_call(false)), "");
+  EXPECT_EQ(fl::check_common(cache_call(true)), "");
+  fl::AttnParams p = cache_call(true);
+  p.seqlens_k = nullptr;  // a block table alone: every sequence has seqlen_k keys
+  EXPECT_EQ(fl::check_common(p), "");
+
+  p = cache_call(false);
+  p.seqlens_k = reinterpret_cast<const int32_t*>(0x5002);
+  EXPECT_EQ(fl::check_common(p), "seqlens_k must be 4-byte aligned");
+  p = cache_call(true);
+  p.block_table = reinterpret_cast<const int32_t*>(0x7001);
+  EXPECT_EQ(fl::check_common(p), "block_table must be 4-byte aligned");
+  p = cache_call(false);
+  p.page_size = 256;
+  EXPECT_EQ(fl::check_common(p),
+            "page_size and block_table_stride describe a block table: both must be 0 without one "
+            "(got page_size = 256, block_table_stride = 0)");
+  p = cache_call(false);
+  p.block_table_stride = 4;
+  EXPECT_NE(fl::check_common(p).find("both must be 0 without one"), std::string::npos);
+  for (int64_t bad : {0, -16, 8, 24, 100}) {
+    p = cache_call(true);
+    p.page_size = bad;
+    p.block_table_stride = 1000;
+    EXPECT_EQ(fl::check_common(p),
+              "page_size must be a multiple of 16 and >= 16 with a block table (got " +
+                  std::to_string(bad) + ")");
+  }
+  p = cache_call(true);
+  p.block_table_stride = 3;
+  EXPECT_EQ(fl::check_common(p),
+            "block_table_stride (3) must be >= ceil(seqlen_k / page_size) = 4: a row of the "
+            "table holds the pages of seqlen_k keys");
+  p.page_size = 16;
+  p.block_table_stride = 62;  // 1000 keys are 62.5 pages of 16
+  EXPECT_NE(fl::check_common(p).find("(62) must be >= ceil(seqlen_k / page_size) = 63"),
+            std::string::npos);
+  p.block_table_stride = 63;
+  EXPECT_EQ(fl::check_common(p), "");
+  // With a block table K and V are checked as page pools: a page's rows by the row rules.
+  p = cache_call(true);
+  p.k_stride.row = 64;  // rows of a page overlap (d = 128)
+  EXPECT_EQ(fl::check_common(p), "K row stride (64) must be >= d (128): rows must not overlap");
+  p = cache_call(true);
+  p.v_stride.batch = 4;  // pages 8 bytes apart
+  EXPECT_NE(fl::check_common(p).find("V strides must be multiples of 8 elements"),
+            std::string::npos);
+  // The backward takes no cache.
+  fl::AttnParams fwd = shape(256, 128);
+  fwd.lse = reinterpret_cast<float*>(0x8000);
+  fwd.seqlens_k = reinterpret_cast<const int32_t*>(0x5000);
+  fl::BwdParams b = fl::make_bwd_params(fwd);
+  b.dout = reinterpret_cast<void*>(0x9000);
+  b.dq = reinterpret_cast<void*>(0xa000);
+  b.dk = reinterpret_cast<void*>(0xb000);
+  b.dv = reinterpret_cast<void*>(0xc000);
+  EXPECT_NE(fl::check_backward(b).find("the backward takes a contiguous K/V"), std::string::npos);
+  b.fwd.seqlens_k = nullptr;
+  EXPECT_EQ(fl::check_backward(b), "");
+}
+
+// Every forward kernel without kv_cache refuses a call with cache lengths or a block table, by
+// name and rule; best_kernel takes such a call to rung 39 where the build has it, else to none.
+TEST(Registry, KvCacheCallsNeedAKernelWithKvCache) {
+  const std::string rule =
+      "takes a contiguous K/V of seqlen_k keys a sequence: a K/V cache with cache lengths or a "
+      "block table needs rung 39";
+  for (bool paged : {false, true}) {
+    for (bool lengths : {false, true}) {
+      if (!paged && !lengths) continue;
+      fl::AttnParams p = cache_call(paged);
+      if (!lengths) p.seqlens_k = nullptr;
+      for (const fl::KernelInfo* k : fl::forward_kernels()) {
+        if (k->kv_cache) {
+          EXPECT_EQ(fl::why_unsupported(*k, p).find(rule), std::string::npos) << k->name();
+        } else {
+          EXPECT_EQ(fl::why_unsupported(*k, p), "kernel " + k->name() + ": " + rule);
+          EXPECT_THROW(fl::run_kernel(*k, p), fl::UnsupportedError) << k->name();
+        }
+      }
+      std::string why;
+      const fl::KernelInfo* best = fl::best_kernel(p, &why);
+      const fl::KernelInfo* k39 = fl::find_kernel("39");
+      if (k39 != nullptr) {
+        EXPECT_TRUE(k39->kv_cache);
+        ASSERT_NE(best, nullptr) << why;
+        EXPECT_EQ(best->number, 39) << best->name();
+      } else {
+        EXPECT_EQ(best, nullptr) << best->name();
+        EXPECT_NE(why.find("kernel 00_cublas: " + rule), std::string::npos) << why;
+      }
+    }
+  }
+  // The same call without the cache fields is a plain decode call: no kernel refuses it for that.
+  fl::AttnParams plain = cache_call(false);
+  plain.seqlens_k = nullptr;
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
+    EXPECT_EQ(fl::why_unsupported(*k, plain).find(rule), std::string::npos) << k->name();
+  }
+  // Only rung 39 says kv_cache.
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    EXPECT_EQ(k->kv_cache, k->number == 39) << k->name();
+  }
+}
+
+}  // namespace
