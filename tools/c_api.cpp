@@ -61,6 +61,12 @@ std::string to_params(const fl_attention_params* c, fl::AttnParams* p) {
   p->o_stride = {c->o_stride_batch, c->o_stride_head, c->o_stride_row, c->o_stride_dim};
   p->workspace = c->workspace;
   p->workspace_bytes = c->workspace_bytes;
+  // check_common holds the K/V cache's rules (check_kv_cache), the kernels' registry which rung
+  // takes one (KernelInfo::kv_cache).
+  p->seqlens_k = c->seqlens_k;
+  p->block_table = c->block_table;
+  p->block_table_stride = c->block_table_stride;
+  p->page_size = c->page_size;
   return "";
 }
 
@@ -104,6 +110,28 @@ fl::BwdParams stand_in_backward(const fl::AttnParams& sizes) {
   return b;
 }
 
+// A forward call of p's sizes with contiguous tensors, for fl_workspace_size: stand_in_backward's
+// forward, its LSE only if the caller has one, and the caller's K/V cache fields as they are
+// (the pointers too, so that the rules that ask whether a cache is there see it: rung 39 alone
+// takes one; nothing reads what they point at). With a block table, K and V are contiguous page
+// pools [pages, page_size, H_kv, d].
+fl::AttnParams stand_in_forward(const fl::AttnParams& p) {
+  fl::AttnParams sizes = stand_in_backward(p).fwd;
+  if (p.lse == nullptr) sizes.lse = nullptr;
+  sizes.seqlens_k = p.seqlens_k;
+  sizes.block_table = p.block_table;
+  sizes.block_table_stride = p.block_table_stride;
+  sizes.page_size = p.page_size;
+  if (p.block_table != nullptr) {
+    fl::Strides pool;
+    pool.row = p.heads_kv * p.head_dim;
+    pool.head = p.head_dim;
+    pool.batch = p.page_size * pool.row;
+    sizes.k_stride = sizes.v_stride = pool;
+  }
+  return sizes;
+}
+
 const fl::KernelInfo* kernel_at(int index) {
   const auto& kernels = fl::all_kernels();
   if (index < 0 || index >= static_cast<int>(kernels.size())) return nullptr;
@@ -119,7 +147,9 @@ const fl::KernelInfo* kernel_numbered(int number) {
 
 std::string no_such_kernel(int number) {
   std::string built;
-  for (const fl::KernelInfo* k : fl::all_kernels()) built += (built.empty() ? "" : ", ") + k->name();
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    built += (built.empty() ? "" : ", ") + k->name();
+  }
   return "no kernel numbered " + std::to_string(number) + " in this build (built: " + built + ")";
 }
 
@@ -219,9 +249,9 @@ FL_API int64_t fl_workspace_size(int number, const fl_attention_params* c, char*
     fl::AttnParams p;
     std::string reason = to_params(c, &p);
     const fl::KernelInfo* kernel = nullptr;
-    // The call on its sizes: contiguous stand-in tensors (the LSE only if the caller has one).
-    fl::AttnParams sizes = stand_in_backward(p).fwd;
-    if (p.lse == nullptr) sizes.lse = nullptr;
+    // The call on its sizes: contiguous stand-in tensors (the LSE only if the caller has one),
+    // the caller's K/V cache fields.
+    const fl::AttnParams sizes = stand_in_forward(p);
     if (reason.empty() && number == FL_KERNEL_BEST) {
       kernel = fl::best_kernel(sizes, &reason);
       if (kernel == nullptr && reason.empty()) reason = "no kernel takes this call";
@@ -233,8 +263,15 @@ FL_API int64_t fl_workspace_size(int number, const fl_attention_params* c, char*
         reason = "kernel " + kernel->name() +
                  ": is a backward rung: its workspace is fl_backward_workspace_size's answer";
       } else {
-        // A size for a call the kernel would refuse is no answer (the device is not asked).
+        // A size for a call the kernel would refuse is no answer (the device is not asked): the
+        // rules why_unsupported holds before the device's, a K/V cache for a rung without one
+        // included (the same words).
         std::string rule = fl::check_common(sizes);
+        if (rule.empty() && !kernel->kv_cache &&
+            (sizes.seqlens_k != nullptr || sizes.block_table != nullptr)) {
+          rule = "takes a contiguous K/V of seqlen_k keys a sequence: a K/V cache with cache "
+                 "lengths or a block table needs rung 39";
+        }
         if (rule.empty()) rule = kernel->supports(sizes);
         if (!rule.empty()) reason = "kernel " + kernel->name() + ": " + rule;
       }

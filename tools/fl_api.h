@@ -29,7 +29,9 @@
  *                   + [("out_dtype", ctypes.c_int)]
  *                   + [(f"{t}_descale", ctypes.POINTER(ctypes.c_float)) for t in "qkv"]
  *                   + [("descale_per_head", ctypes.c_int)]
- *                   + [("workspace", ctypes.c_void_p), ("workspace_bytes", I64)])
+ *                   + [("workspace", ctypes.c_void_p), ("workspace_bytes", I64)]
+ *                   + [("seqlens_k", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
+ *                      ("block_table_stride", I64), ("page_size", I64)])
  *   assert lib.fl_params_size() == ctypes.sizeof(Params)
  *   lib.fl_kernel_name.restype = ctypes.c_char_p
  *   q, k, v = (torch.randn(2, 4, 1024, 128, device="cuda", dtype=torch.half) for _ in range(3))
@@ -38,6 +40,7 @@
  *              head_dim=128, causal=0, softmax_scale=128 ** -0.5,
  *              q=q.data_ptr(), k=k.data_ptr(), v=v.data_ptr(), o=o.data_ptr(), lse=None,
  *              out_dtype=0)                          # O's type: the inputs' for fp16/bf16
+ *                                                    # (the K/V cache fields stay NULL and 0)
  *   lib.fl_set_contiguous_strides(ctypes.byref(p))  # or copy tensor.stride() into the fields,
  *                                                   # x_stride_dim included (it must be 1)
  *   err = ctypes.create_string_buffer(512)
@@ -50,6 +53,10 @@
  * the forward's (29 on), and its own calls: fl_backward_params, fl_run_backward and the rest at
  * the end of this header. fl_run refuses a backward rung, and fl_run_backward a forward one, with
  * the rule. flash_ladder.attention is differentiable through them (python/README.md).
+ *
+ * Serving: a K/V cache with a length per sequence, paged or not (seqlens_k, block_table and
+ * page_size, the last fields of fl_attention_params), is rung 39's; from PyTorch,
+ * flash_ladder.attention_with_kvcache (shaped like FlashAttention's flash_attn_with_kvcache).
  */
 #ifndef FLASH_LADDER_FL_API_H_
 #define FLASH_LADDER_FL_API_H_
@@ -96,7 +103,35 @@ enum {
  * at least fl_workspace_size's answer for the rung and the sizes; NULL with 0 for every rung that
  * needs none (fl_workspace_size answers 0). Its contents on entry do not matter and the call owns
  * it until the stream has reached the call's end. A backward call (fl_backward_params) leaves
- * them NULL and 0: its scratch has fields of its own. */
+ * them NULL and 0: its scratch has fields of its own.
+ *
+ * seqlens_k, block_table, block_table_stride, page_size (last, for the same reason): a K/V cache,
+ * for decode. All NULL and 0 (a zero-initialised struct): every sequence has seqlen_k keys, and
+ * K and V are the tensors the strides describe, [B, heads_kv, Nk, d] by default. Only a rung
+ * that takes a K/V cache runs a call that sets them (rung 39; fl_supports gives every other
+ * rung's refusal, and FL_KERNEL_BEST picks among those that take it). Both pointers are DEVICE
+ * memory, int32, 4-byte aligned, the caller's: read by the kernel while it runs, so they must
+ * hold their values until the stream reaches the call's end (a CUDA graph may change them in
+ * place between replays).
+ *   seqlens_k: [B], or NULL. Sequence b has seqlens_k[b] keys, its first ones: key j for
+ *     0 <= j < seqlens_k[b]; seqlen_k is then the capacity, and 0 <= seqlens_k[b] <= seqlen_k.
+ *     The values are not checked (the host cannot read them without a synchronisation): one
+ *     outside [0, seqlen_k] is the caller's undefined behaviour, as in FlashAttention; the kernel
+ *     clamps it to [0, seqlen_k], so that nothing is read out of bounds. A sequence of 0 keys
+ *     sees none: O = 0 and LSE = -inf for its rows. Causal is bottom-right per sequence: query
+ *     i of sequence b sees key j iff j <= i + seqlens_k[b] - seqlen_q. NULL: seqlen_k keys each.
+ *   block_table: [B][block_table_stride] page numbers, or NULL (then block_table_stride and
+ *     page_size must be 0). Set, k and v point at page pools [num_pages, page_size, heads_kv, d]:
+ *     key j of sequence b is row j % page_size of page block_table[b * block_table_stride +
+ *     j / page_size]. k_stride_batch is then the stride between pages, k_stride_row between the
+ *     rows of a page and k_stride_head between heads (likewise v's), in elements; a contiguous
+ *     pool has page_size * heads_kv * d, heads_kv * d and d. page_size: keys a page, a multiple
+ *     of 16 (>= 16; rung 39 takes multiples of 64); seqlen_k: the capacity, at most a row's
+ *     pages times page_size, and block_table_stride >= ceil(seqlen_k / page_size). The page
+ *     numbers are device data too, not checked: each of the pages a sequence's keys reach must
+ *     be a page of the pool (0 <= n < num_pages; the pool's size is not a field). Pages may be
+ *     in any order and shared between sequences.
+ * A backward call leaves all four NULL and 0 (the backward takes no K/V cache). */
 typedef struct fl_attention_params {
   int dtype;                /* Q, K, V: 0 = fp16, 1 = bf16, 2 = e4m3 */
   int64_t batch;            /* B */
@@ -124,6 +159,10 @@ typedef struct fl_attention_params {
   int descale_per_head;     /* 0: one factor per tensor; 1: one per (batch, head) */
   void* workspace;          /* a forward rung's scratch (see above), or NULL */
   int64_t workspace_bytes;  /* its size in bytes, or 0 */
+  const int32_t* seqlens_k;   /* a K/V cache (see above): device [B] key counts, or NULL */
+  const int32_t* block_table; /* device [B][block_table_stride] page numbers, or NULL */
+  int64_t block_table_stride; /* elements between rows of block_table (0 without one) */
+  int64_t page_size;          /* keys a page of the pools k and v (0 without a block table) */
 } fl_attention_params;
 
 /* sizeof(fl_attention_params), to check a foreign-language mirror of the struct. */
@@ -147,8 +186,11 @@ FL_API int fl_kernel_op(int index); /* FL_OP_FORWARD, FL_OP_BACKWARD, or -1 out 
  * *p on the current device, which is the one with the highest number (the ladder's order is its
  * order of speed). On compute capability 9.0: rung 27 for every fp16/bf16 call (rungs 17-23 take
  * d = 128, lengths that are multiples of 128, non-causal; rungs 24-27 the whole contract), rung
- * 28 for e4m3 inputs; on other GPUs rung 16 for the whole contract. In the backward's calls
- * (fl_run_backward, ...) it stands for the highest-numbered backward rung that takes the call. */
+ * 28 for e4m3 inputs; on other GPUs rung 16 for the whole contract. Decode calls the serving
+ * rungs take (37 and up, compute capability 8.0 and up: Nq x heads_q / heads_kv <= 64, d = 64 or
+ * 128) go to the highest of them, and a call with a K/V cache (seqlens_k or block_table) to rung
+ * 39, the one rung that takes it. In the backward's calls (fl_run_backward, ...) it stands for
+ * the highest-numbered backward rung that takes the call. */
 #define FL_KERNEL_BEST (-1)
 
 /* The number of the forward kernel FL_KERNEL_BEST picks for *p on the current device, or -1 when
@@ -162,10 +204,14 @@ FL_API int fl_supports(int number, const fl_attention_params* p, char* why, size
 
 /* The bytes of workspace forward kernel `number` needs for a call of these sizes (dtype, batch,
  * heads, lengths, head_dim and causal of *p are read, and the current device's SM count: the
- * split-key decode splits by it; its pointers and strides are not), or -1 with the reason in why
+ * split-key decode splits by it; its pointers and strides are not, but for a K/V cache the
+ * fields seqlens_k, block_table (whether they are set, never what they point at),
+ * block_table_stride and page_size are: a cache is rung 39's), or -1 with the reason in why
  * (no such kernel, a backward rung, sizes the kernel refuses). FL_KERNEL_BEST answers for the
- * kernel fl_best_kernel would pick for contiguous tensors of these sizes; a caller that has its
- * tensors asks fl_best_kernel first and passes that number. 0: the kernel needs no workspace. */
+ * kernel fl_best_kernel would pick for contiguous tensors (page pools with a block table) of
+ * these sizes; a caller that has its tensors asks fl_best_kernel first and passes that number.
+ * 0: the kernel needs no workspace. The answer never depends on the cache's lengths (device
+ * data): one workspace serves every call of the same sizes, in a CUDA graph too. */
 FL_API int64_t fl_workspace_size(int number, const fl_attention_params* p, char* why,
                                  size_t why_len);
 

@@ -3,11 +3,17 @@
     import flash_ladder
     o = flash_ladder.attention(q, k, v, causal=True)      # q, k, v: [B, H, N, d] on the GPU
 
+    # serving: new rows against a K/V cache, paged or not (rung 39), as flash_attn_with_kvcache
+    o = flash_ladder.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=lengths,
+                                            block_table=pages)   # q: [B, Nq, H_q, d]
+
 attention() is a torch.library custom op (flash_ladder::attention) with a fake implementation, so
 torch.compile traces through it, and differentiable: its backward is the op
 flash_ladder::attention_backward, which runs a backward rung (29 and up). It calls
-libflash_ladder.so (tools/fl_api.h) through ctypes: no build against torch. The library is looked for in $FLASH_LADDER_LIB, next to the package, in the
-build/ folder of the checkout, in ./build, then by the dynamic loader (flash_ladder.find_library).
+libflash_ladder.so (tools/fl_api.h) through ctypes: no build against torch.
+attention_with_kvcache() is the op flash_ladder::attention_with_kvcache (no autograd: decode does
+not train). The library is looked for in $FLASH_LADDER_LIB, next to the package, in the build/
+folder of the checkout, in ./build, then by the dynamic loader (flash_ladder.find_library).
 
 Without torch the package imports all the same: the library, its kernels and the C struct work,
 and flash_ladder.attention raises ImportError saying what it needs.
@@ -20,10 +26,11 @@ from ._capi import (ENV_VAR, LIB_NAME, BackwardParams, CudaError, FlashLadderErr
 
 __version__ = "0.1.0"
 
-__all__ = ["attention", "kernels", "backward_kernels", "load_library", "find_library",
-           "candidate_paths", "best_kernel", "Library", "Kernel", "Params", "BackwardParams", "FlashLadderError",
-           "UnsupportedError", "CudaError", "NoSuchKernelError", "LibraryNotFoundError", "ENV_VAR",
-           "LIB_NAME", "make_params", "make_backward_params"]
+__all__ = ["attention", "attention_with_kvcache", "kernels", "backward_kernels", "load_library",
+           "find_library", "candidate_paths", "best_kernel", "Library", "Kernel", "Params",
+           "BackwardParams", "FlashLadderError", "UnsupportedError", "CudaError",
+           "NoSuchKernelError", "LibraryNotFoundError", "ENV_VAR", "LIB_NAME", "make_params",
+           "make_backward_params"]
 
 
 def kernels():
@@ -36,7 +43,7 @@ def backward_kernels():
     return list(load_library().backward_kernels)
 
 
-_TORCH_NAMES = ("attention", "make_params", "make_backward_params")
+_TORCH_NAMES = ("attention", "attention_with_kvcache", "make_params", "make_backward_params")
 
 
 def __getattr__(name):

@@ -59,7 +59,8 @@ class CudaError(FlashLadderError):
 
 
 class NoSuchKernelError(FlashLadderError):
-    """No kernel with that number in this build (FL_NO_SUCH_KERNEL): the message lists those built."""
+    """No kernel with that number in this build (FL_NO_SUCH_KERNEL): the message lists those
+    built."""
 
 
 class LibraryNotFoundError(OSError):
@@ -83,14 +84,20 @@ DIM_STRIDE_FIELDS = tuple(f"{t}_stride_dim" for t in "qkvo")
 
 
 DESCALE_FIELDS = tuple(f"{t}_descale" for t in "qkv")
+# The K/V cache's device pointers (const int32_t* in C; set from tensors' data_ptr()).
+KV_CACHE_POINTERS = ("seqlens_k", "block_table")
 
 
 class Params(ctypes.Structure):
     """fl_attention_params (tools/fl_api.h), field for field, in the same order. Strides are in
     elements; the four x_stride_dim fields come after them and must be 1. Then O's type
     (out_dtype: the inputs' for fp16/bf16) and the host descale factors of e4m3 inputs (NULL
-    for fp16/bf16). Last, the workspace of a forward rung that needs one (device memory of
-    workspace_bytes, at least Library.workspace_size's answer; NULL and 0 otherwise)."""
+    for fp16/bf16). Then the workspace of a forward rung that needs one (device memory of
+    workspace_bytes, at least Library.workspace_size's answer; NULL and 0 otherwise). Last, a
+    K/V cache (rung 39's; NULL and 0 without one): seqlens_k, device int32 [B] key counts;
+    block_table, device int32 [B][block_table_stride] page numbers into k and v, then page pools
+    [num_pages, page_size, H_kv, d] (k_stride_batch between pages, k_stride_row between the rows
+    of a page); tools/fl_api.h has the rules."""
     _fields_ = ([("dtype", ctypes.c_int)]
                 + [(n, ctypes.c_int64) for n in ("batch", "heads_q", "heads_kv", "seqlen_q",
                                                  "seqlen_k", "head_dim")]
@@ -101,7 +108,9 @@ class Params(ctypes.Structure):
                 + [("out_dtype", ctypes.c_int)]
                 + [(n, ctypes.POINTER(ctypes.c_float)) for n in DESCALE_FIELDS]
                 + [("descale_per_head", ctypes.c_int)]
-                + [("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)])
+                + [("workspace", ctypes.c_void_p), ("workspace_bytes", ctypes.c_int64)]
+                + [(n, ctypes.c_void_p) for n in KV_CACHE_POINTERS]
+                + [("block_table_stride", ctypes.c_int64), ("page_size", ctypes.c_int64)])
 
 
 # fl_backward_params: the forward's call (a Params, whole), then dO, dQ, dK, dV, their strides

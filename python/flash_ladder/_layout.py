@@ -23,8 +23,9 @@ E4M3 = "float8_e4m3fn"  # torch's name of OCP FP8 e4m3, the FP8 rung's input typ
 
 Problem = namedtuple("Problem", "dtype_code batch heads_q heads_kv seqlen_q seqlen_k head_dim "
                                 "causal softmax_scale strides out_shape lse_shape")
-Problem.__doc__ = ("A checked call: the sizes, the scale (None: 1 / sqrt(d)), strides {'q','k','v','o': (batch, head, "
-                   "row, dim)} in elements, the shape of O (q's) and of the LSE ([B, H_q, Nq]).")
+Problem.__doc__ = ("A checked call: the sizes, the scale (None: 1 / sqrt(d)), strides "
+                   "{'q','k','v','o': (batch, head, row, dim)} in elements, the shape of O (q's) "
+                   "and of the LSE ([B, H_q, Nq]).")
 
 
 def _fail(msg, exc=ValueError):
@@ -255,4 +256,148 @@ def backward_fields(problem):
         b, h, r, d = problem.strides[name]
         fields.update({f"{name}_stride_batch": b, f"{name}_stride_head": h,
                        f"{name}_stride_row": r, f"{name}_stride_dim": d})
+    return fields
+
+
+# ------------------------------------------------------------------------------------------------
+# The K/V cache (attention_with_kvcache)
+# ------------------------------------------------------------------------------------------------
+KvCacheProblem = namedtuple("KvCacheProblem", "problem paged page_size block_table_stride "
+                                              "num_pages")
+KvCacheProblem.__doc__ = (
+    "A checked attention_with_kvcache call: the Problem (q, k, v in the bnhd layout; seqlen_k the "
+    "cache's capacity), whether the cache is paged, and with a block table the page size, the "
+    "table's row stride in elements and the pool's pages (0 and 0 and the batch without one).")
+
+KV_CACHE_SHAPES = ("k_cache and v_cache are [B, Nk_max, H_kv, d] without a block table and page "
+                   "pools [num_pages, page_size, H_kv, d] with one")
+
+
+def _fail_kv(msg, exc=ValueError):
+    raise exc(f"flash_ladder.attention_with_kvcache: {msg}")
+
+
+def _on_device(name, t, device, allow_meta):
+    kind = str(t.device).split(":")[0]
+    if kind != "cuda" and not (allow_meta and kind == "meta"):
+        _fail_kv(f"{name} must be on a CUDA device, got {t.device}")
+    if str(t.device) != str(device):
+        _fail_kv(f"{name} must be on q's device ({device}), got {t.device}")
+
+
+def check_cache_seqlens_int(n, capacity):
+    """An int cache_seqlens (every sequence that long): 0 <= n <= the cache's capacity."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        _fail_kv(f"cache_seqlens must be an int32 tensor [B], an int or None, got "
+                 f"{type(n).__name__}", TypeError)
+    if not 0 <= n <= capacity:
+        _fail_kv(f"cache_seqlens must be in [0, {capacity}] (the cache holds {capacity} keys a "
+                 f"sequence), got {n}")
+    return n
+
+
+def check_kvcache_call(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
+                       causal=True, scale=None, allow_meta=False):
+    """Checks attention_with_kvcache's arguments (TensorSpecs; cache_seqlens and block_table may
+    be None) and returns the KvCacheProblem. q is [B, Nq, H_q, d]; without block_table, k_cache
+    and v_cache are [B, Nk_max, H_kv, d]; with it, page pools [num_pages, page_size, H_kv, d] and
+    block_table an int32 [B, max_pages] table whose rows are contiguous (the capacity is then
+    max_pages x page_size); cache_seqlens an int32 [B] contiguous tensor. Every tensor on q's
+    device. Raises ValueError / TypeError naming the argument and the rule. The values of
+    cache_seqlens and block_table are device data, never read here; what only the library knows
+    (the page sizes rung 39 takes, 16-byte alignment, the GPU) it checks at the call."""
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if len(t.shape) != 4:
+            what = "[B, Nq, H_q, d]" if name == "q" else KV_CACHE_SHAPES
+            _fail_kv(f"{name} must be 4-D ({what}), got shape {tuple(t.shape)}")
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dtype not in DTYPE_CODES:
+            _fail_kv(f"{name} must be float16 or bfloat16, got {t.dtype}", TypeError)
+    if not q.dtype == k_cache.dtype == v_cache.dtype:
+        _fail_kv(f"q, k_cache and v_cache must have the same dtype, got {q.dtype}, "
+                 f"{k_cache.dtype}, {v_cache.dtype}", TypeError)
+    kind = str(q.device).split(":")[0]
+    if kind != "cuda" and not (allow_meta and kind == "meta"):
+        _fail_kv(f"q must be on a CUDA device, got {q.device}")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache), ("block_table", block_table),
+                    ("cache_seqlens", cache_seqlens)):
+        if t is not None:
+            _on_device(name, t, q.device, allow_meta)
+    if not isinstance(causal, bool):
+        _fail_kv(f"causal must be a bool, got {causal!r}", TypeError)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        _fail_kv(f"softmax_scale must be a number or None, got {scale!r}", TypeError)
+    if tuple(k_cache.shape) != tuple(v_cache.shape):
+        _fail_kv(f"k_cache and v_cache must have the same shape, got {tuple(k_cache.shape)} and "
+                 f"{tuple(v_cache.shape)}")
+
+    b, nq, hq, d = q.shape
+    rows_a, rows_b, hk, dk = k_cache.shape
+    if dk != d:
+        _fail_kv(f"q, k_cache and v_cache must have the same head dimension (the last), got {d} "
+                 f"and {dk}")
+    if hk < 1 or hq % hk != 0:
+        _fail_kv(f"q's heads ({hq}, dimension 2) must be a multiple of k_cache's and v_cache's "
+                 f"({hk}) (grouped-query attention)")
+    paged = block_table is not None
+    if paged:
+        if block_table.dtype != "int32":
+            _fail_kv(f"block_table must be an int32 tensor, got {block_table.dtype}", TypeError)
+        if len(block_table.shape) != 2 or block_table.shape[0] != b:
+            _fail_kv(f"block_table must be [B, max_pages] = [{b}, max_pages] (a row of page "
+                     f"numbers for each sequence of q), got shape {tuple(block_table.shape)}")
+        num_pages, page_size = rows_a, rows_b
+        max_pages = block_table.shape[1]
+        row_stride, col_stride = normalized_strides(block_table.shape, block_table.stride)
+        if col_stride != 1:
+            _fail_kv(f"block_table's rows must be contiguous (last stride 1), got strides "
+                     f"{tuple(block_table.stride)}: pass block_table.contiguous()")
+        if row_stride < max_pages:
+            _fail_kv(f"block_table's rows must not overlap (row stride >= max_pages = "
+                     f"{max_pages}), got strides {tuple(block_table.stride)}: pass "
+                     f"block_table.contiguous()")
+        capacity = max_pages * page_size
+    else:
+        if rows_a != b:
+            _fail_kv(f"q and the cache must have the same batch size without a block table "
+                     f"({KV_CACHE_SHAPES}), got {b} and {rows_a}")
+        num_pages, page_size, row_stride = b, 0, 0
+        capacity = rows_b
+    if cache_seqlens is not None:
+        if cache_seqlens.dtype != "int32":
+            _fail_kv(f"cache_seqlens must be an int32 tensor (or an int), got "
+                     f"{cache_seqlens.dtype}", TypeError)
+        if tuple(cache_seqlens.shape) != (b,):
+            _fail_kv(f"cache_seqlens must be [B] = [{b}] (the keys each sequence of q has in "
+                     f"the cache), got shape {tuple(cache_seqlens.shape)}")
+        if normalized_strides(cache_seqlens.shape, cache_seqlens.stride) != (1,):
+            _fail_kv(f"cache_seqlens must be contiguous, got strides "
+                     f"{tuple(cache_seqlens.stride)}: pass cache_seqlens.contiguous()")
+
+    strides = {}
+    for name, t in (("q", q), ("k", k_cache), ("v", v_cache)):
+        st = normalized_strides(t.shape, t.stride)
+        if st[3] != 1:
+            arg = "q" if name == "q" else f"{name}_cache"
+            _fail_kv(f"{arg}'s last dimension (the head dimension) must be contiguous, got "
+                     f"strides {tuple(t.stride)}")
+        # bnhd: (batch, head, row, dim) are dimensions (0, 2, 1, 3); for a page pool the first
+        # is the page, the second the row of a page: k_stride.batch is the stride between pages.
+        strides[name] = (st[0], st[2], st[1], st[3])
+    o = contiguous_strides(tuple(q.shape))
+    strides["o"] = (o[0], o[2], o[1], o[3])
+    problem = Problem(dtype_code=DTYPE_CODES[q.dtype], batch=b, heads_q=hq, heads_kv=hk,
+                      seqlen_q=nq, seqlen_k=capacity, head_dim=d, causal=causal,
+                      softmax_scale=None if scale is None else float(scale), strides=strides,
+                      out_shape=tuple(q.shape), lse_shape=(b, hq, nq))
+    return KvCacheProblem(problem=problem, paged=paged, page_size=page_size,
+                          block_table_stride=row_stride, num_pages=num_pages)
+
+
+def kvcache_fields(kv):
+    """The fields of fl_attention_params for a KvCacheProblem, its pointers (q, k, v, o, lse,
+    seqlens_k, block_table) left out."""
+    fields = params_fields(kv.problem)
+    fields.update(block_table_stride=kv.block_table_stride if kv.paged else 0,
+                  page_size=kv.page_size if kv.paged else 0)
     return fields

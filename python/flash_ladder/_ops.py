@@ -331,3 +331,138 @@ def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=Fa
                                               None if scale is None else float(scale), number,
                                               return_lse or wants_grad, layout, backward_number)
     return (o, lse) if return_lse else o
+
+
+# ------------------------------------------------------------------------------------------------
+# Serving: attention over a K/V cache (rung 39), flash_ladder::attention_with_kvcache
+# ------------------------------------------------------------------------------------------------
+def _optional_spec(t):
+    return None if t is None else spec(t)
+
+
+def _kvcache_problem(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale,
+                     allow_meta=False):
+    return _layout.check_kvcache_call(spec(q), spec(k_cache), spec(v_cache),
+                                      _optional_spec(cache_seqlens), _optional_spec(block_table),
+                                      causal=causal, scale=scale, allow_meta=allow_meta)
+
+
+@torch.library.custom_op("flash_ladder::attention_with_kvcache", mutates_args=())
+def _attention_with_kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                               cache_seqlens: Optional[torch.Tensor],
+                               block_table: Optional[torch.Tensor], causal: bool,
+                               scale: Optional[float], kernel: int,
+                               return_lse: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    """O ([B, Nq, H_q, d], contiguous) and the LSE (float32 [B, H_q, Nq]; an empty tensor when
+    return_lse is False) of q against the K/V cache: cache_seqlens (int32 [B], or None: the whole
+    capacity) and block_table (int32 [B, max_pages] into page pools, or None) as
+    attention_with_kvcache takes them. kernel: a rung number, or -1 for "best"."""
+    kv = _kvcache_problem(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale)
+    lib = _capi.load_library()
+    with torch.cuda.device(q.device):
+        o = torch.empty(kv.problem.out_shape, dtype=q.dtype, device=q.device)
+        lse = (torch.empty(kv.problem.lse_shape, dtype=torch.float32, device=q.device)
+               if return_lse else None)
+        params = _capi.Params(
+            **_layout.kvcache_fields(kv), q=q.data_ptr(), k=k_cache.data_ptr(),
+            v=v_cache.data_ptr(), o=o.data_ptr(), lse=None if lse is None else lse.data_ptr(),
+            seqlens_k=None if cache_seqlens is None else cache_seqlens.data_ptr(),
+            block_table=None if block_table is None else block_table.data_ptr())
+        number = _capi.best_kernel(lib, params) if kernel == _layout.BEST else kernel
+        # The workspace (the split rungs' partials) by the sizes alone, never by the cache's
+        # lengths: a CUDA graph captured here replays for any cache_seqlens.
+        _run_forward(lib, number, params, q.device)
+    return o, (lse if lse is not None else _empty_lse(q))
+
+
+@_attention_with_kvcache_op.register_fake
+def _attention_with_kvcache_fake(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale,
+                                 kernel, return_lse):
+    kv = _kvcache_problem(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale,
+                          allow_meta=True)
+    o = q.new_empty(kv.problem.out_shape)
+    lse = (q.new_empty(kv.problem.lse_shape, dtype=torch.float32) if return_lse
+           else _empty_lse(q))
+    return o, lse
+
+
+def _kvcache_setup_context(ctx, inputs, output):
+    ctx.mark_non_differentiable(output[1])
+
+
+def _kvcache_backward(ctx, grad_o, _grad_lse):
+    raise RuntimeError("flash_ladder.attention_with_kvcache has no backward: it is for decode "
+                       "and serving, which do not train (no rung computes gradients through a "
+                       "K/V cache). For gradients, call flash_ladder.attention on contiguous "
+                       "k and v, or call this under torch.no_grad() / torch.inference_mode()")
+
+
+# Registered so that backward() raises the error above (a custom op with no formula would raise
+# torch's generic one, and a plain function none at all).
+torch.library.register_autograd("flash_ladder::attention_with_kvcache", _kvcache_backward,
+                                setup_context=_kvcache_setup_context)
+
+
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
+                           causal=True, softmax_scale=None, return_lse=False, kernel="best"):
+    """Attention of a few new query rows against a K/V cache, paged or not: the decode step of
+    serving. Shaped like FlashAttention's flash_attn_with_kvcache (its cache arguments, without
+    the new keys to append, rotary or windows), so that a caller can switch.
+
+    q: [B, Nq, H_q, d], float16 or bfloat16 on a CUDA device (the [B, N, H, d] layout; any
+    strides with a contiguous last dimension that the library takes).
+    k_cache, v_cache: q's dtype and device, H_q a multiple of H_kv (grouped-query attention),
+    - without block_table: [B, Nk_max, H_kv, d], the cache of each sequence (any strides the
+      library takes, the last contiguous);
+    - with block_table: page pools [num_pages, page_size, H_kv, d], and block_table an int32
+      [B, max_pages] tensor (rows contiguous) on q's device: key j of sequence b is row
+      j % page_size of page block_table[b, j // page_size]. Pages in any order, shared or not;
+      the pool's capacity for a sequence is max_pages * page_size keys.
+    cache_seqlens: int32 [B] on q's device (sequence b has its first cache_seqlens[b] keys), an
+    int (every sequence that long), or None (every sequence has the whole capacity). Its values
+    and the page numbers are device data and are not checked: a length outside [0, capacity] or
+    a page number outside the pool is undefined behaviour, as in FlashAttention (the kernel
+    clamps the lengths so that it reads nothing out of bounds). A sequence of 0 keys gives
+    O = 0 and LSE = -inf.
+    causal: bottom-right per sequence (query i of sequence b sees key j iff
+    j <= i + cache_seqlens[b] - Nq: the new tokens are the last of the sequence). softmax_scale:
+    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 39
+    for a call with cache_seqlens or block_table) or a rung number.
+
+    Returns O, a new contiguous [B, Nq, H_q, d] tensor of q's dtype, and with return_lse=True also
+    the log-sum-exp, float32 [B, H_q, Nq], as (O, LSE). Enqueued on the current CUDA stream; the
+    workspace a rung needs (split keys' partials) comes from torch's caching allocator and is
+    sized by the shapes alone, so the call can be captured in a CUDA graph and replayed after the
+    cache, cache_seqlens and block_table have changed in place (their shapes fixed). A
+    torch.library custom op (flash_ladder::attention_with_kvcache) with a fake implementation:
+    torch.compile traces it (fullgraph=True works).
+
+    No autograd: decode does not train. The output takes part in autograd where an input
+    requires grad, but backward() through it raises RuntimeError saying so.
+
+    Argument errors raise ValueError / TypeError naming the argument and the rule; the library's
+    refusals (a page size rung 39 does not take, a call too long for decode, 16-byte alignment)
+    raise flash_ladder.UnsupportedError with the library's message.
+    """
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"flash_ladder.attention_with_kvcache: {name} must be a "
+                            f"torch.Tensor, got {type(t).__name__}")
+    if block_table is not None and not isinstance(block_table, torch.Tensor):
+        raise TypeError(f"flash_ladder.attention_with_kvcache: block_table must be an int32 "
+                        f"torch.Tensor [B, max_pages] or None, got {type(block_table).__name__}")
+    if not isinstance(return_lse, bool):
+        raise TypeError(f"flash_ladder.attention_with_kvcache: return_lse must be a bool, got "
+                        f"{return_lse!r}")
+    number = _layout.kernel_arg(kernel)
+    if cache_seqlens is not None and not isinstance(cache_seqlens, torch.Tensor):
+        # An int: the same length for every sequence, as a tensor on q's device (checked first
+        # against the capacity, which the checks of the tensors give).
+        kv = _kvcache_problem(q, k_cache, v_cache, None, block_table, causal, softmax_scale,
+                              allow_meta=q.device.type == "meta")
+        n = _layout.check_cache_seqlens_int(cache_seqlens, kv.problem.seqlen_k)
+        cache_seqlens = torch.full((kv.problem.batch,), n, dtype=torch.int32, device=q.device)
+    o, lse = torch.ops.flash_ladder.attention_with_kvcache(
+        q, k_cache, v_cache, cache_seqlens, block_table, causal,
+        None if softmax_scale is None else float(softmax_scale), number, return_lse)
+    return (o, lse) if return_lse else o

@@ -21,19 +21,19 @@ def dense(shape, dtype="float16", device=CUDA):
 
 class BackwardParamsMirror(unittest.TestCase):
     def test_offsets_follow_fl_api_h(self):
-        # fl_backward_params on a 64-bit platform: the whole fl_attention_params (288 bytes), 4
+        # fl_backward_params on a 64-bit platform: the whole fl_attention_params (320 bytes), 4
         # pointers, 16 x int64 strides (12, then the 4 head-dimension ones), the workspace pointer
         # and its size.
         if ctypes.sizeof(ctypes.c_void_p) != 8:
             self.skipTest("offsets written for a 64-bit platform")
         B = _capi.BackwardParams
-        expect = {"fwd": 0, "dout": 288, "dq": 296, "dk": 304, "dv": 312, "do_stride_batch": 320,
-                  "do_stride_row": 336, "dq_stride_batch": 344, "dk_stride_batch": 368,
-                  "dv_stride_row": 408, "do_stride_dim": 416, "dv_stride_dim": 440,
-                  "workspace": 448, "workspace_bytes": 456}
+        expect = {"fwd": 0, "dout": 320, "dq": 328, "dk": 336, "dv": 344, "do_stride_batch": 352,
+                  "do_stride_row": 368, "dq_stride_batch": 376, "dk_stride_batch": 400,
+                  "dv_stride_row": 440, "do_stride_dim": 448, "dv_stride_dim": 472,
+                  "workspace": 480, "workspace_bytes": 488}
         for name, offset in expect.items():
             self.assertEqual(getattr(B, name).offset, offset, name)
-        self.assertEqual(ctypes.sizeof(B), 464)
+        self.assertEqual(ctypes.sizeof(B), 496)
         self.assertEqual(B.fwd.size, ctypes.sizeof(_capi.Params))
 
     def test_field_names(self):

@@ -24,7 +24,8 @@ class ParamsMirror(unittest.TestCase):
     def test_offsets_follow_fl_api_h(self):
         # The C layout of fl_attention_params on a 64-bit platform: int, 6 x int64, int, float,
         # 5 pointers, 16 x int64, then (e4m3 inputs) int (padded to 8), 3 pointers, int (padded),
-        # then (a forward rung's scratch) a pointer and an int64.
+        # then (a forward rung's scratch) a pointer and an int64, then (a K/V cache) 2 pointers
+        # and 2 x int64.
         if ctypes.sizeof(ctypes.c_void_p) != 8:
             self.skipTest("offsets written for a 64-bit platform")
         P = _capi.Params
@@ -33,10 +34,13 @@ class ParamsMirror(unittest.TestCase):
                   "k_stride_batch": 128, "o_stride_row": 192, "q_stride_dim": 200,
                   "o_stride_dim": 224, "out_dtype": 232, "q_descale": 240, "k_descale": 248,
                   "v_descale": 256, "descale_per_head": 264, "workspace": 272,
-                  "workspace_bytes": 280}
+                  "workspace_bytes": 280, "seqlens_k": 288, "block_table": 296,
+                  "block_table_stride": 304, "page_size": 312}
         for name, offset in expect.items():
             self.assertEqual(getattr(P, name).offset, offset, name)
-        self.assertEqual(ctypes.sizeof(P), 288)
+        self.assertEqual(ctypes.sizeof(P), 320)
+        self.assertEqual([f[0] for f in P._fields_][-4:],
+                         ["seqlens_k", "block_table", "block_table_stride", "page_size"])
 
     def test_one_mirror(self):
         # Every script uses this package's Params: no other ctypes mirror of the struct.
