@@ -9,7 +9,8 @@ library's refusals.
 Needs torch (>= 2.4), a CUDA GPU and a library with rung 39, and skips with the reason without
 them. Run from the repository root, e.g.
 
-    FLASH_LADDER_LIB=build/libflash_ladder.so python3 -m unittest python/tests/test_kvcache_gpu.py
+    FLASH_LADDER_LIB=$PWD/build/libflash_ladder.so python3 -m unittest discover -s python/tests \
+        -p "test_kvcache*.py" -v
 
 FLASH_LADDER_TEST_SEED changes the random cases (default 2026).
 """
