@@ -1,4 +1,5 @@
-// The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split):
+// The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split,
+// 39 decode_paged, here on plain calls; its K/V cache calls are tests/test_paged.cu's):
 // a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
 // head packed into the rows of one tile; from 38 on, the keys split over several blocks whose
 // partial outputs a second launch merges. Every test runs every serving rung of the build.
@@ -63,10 +64,13 @@ std::vector<const fl::KernelInfo*> serving_rungs() {
   const std::vector<const fl::KernelInfo*> ks = serving_rungs();                       \
   if (ks.empty()) GTEST_SKIP() << "no serving rung (37 on) in this build (FL_KERNELS)"
 
-// Rung 38 (the split keys), or skip.
-#define REQUIRE_SPLIT_RUNG(k)                                                          \
-  const fl::KernelInfo* k = fl::find_kernel("38");                                     \
-  if (k == nullptr) GTEST_SKIP() << "rung 38 is not in this build (FL_KERNELS)"
+// The rungs that split the keys (38 on: the serving rungs with a workspace), or skip.
+#define REQUIRE_SPLIT_RUNGS(ks)                                                        \
+  std::vector<const fl::KernelInfo*> ks;                                               \
+  for (const fl::KernelInfo* k : serving_rungs()) {                                    \
+    if (k->workspace != nullptr) ks.push_back(k);                                      \
+  }                                                                                    \
+  if (ks.empty()) GTEST_SKIP() << "no split rung (38 on) in this build (FL_KERNELS)"
 
 // A decode problem: the LSE written for B = 1 (the output is optional: B = 3 runs without it).
 fl::ProblemSpec decode_spec(fl::DType t, int64_t b, int64_t hq, int64_t hkv, int64_t nq,
@@ -338,58 +342,67 @@ TEST(DecodeRules, SplitWorkspaceIsRequired) {
   // B = 1, 32 query heads over 8, Nk = 131072 (2048 key tiles), d = 128: 8 blocks. Without a
   // device the rule has no SMs to fill: one split, no workspace. On one (10 SMs or more, and the
   // 144 KiB a block), it splits: the workspace is the partials of s splits, 2 <= s <= 128, and a
-  // call with a byte less is refused by the rule, naming the rung, before any launch.
-  REQUIRE_SPLIT_RUNG(k);
+  // call with a byte less is refused by the rule, naming the rung, before any launch. Every
+  // split rung.
+  REQUIRE_SPLIT_RUNGS(ks);
   const fl::ProblemSpec s =
       decode_spec(fl::DType::bf16, 1, 32, 8, 1, 131072, 128, true, fl::Layout::BNHD);
-  fl::AttnParams p = without_workspace(s);
-  const int64_t need = fl::workspace_bytes(*k, p);
   std::string no_gpu;
   if (!fl::gpu_available(&no_gpu)) {
-    EXPECT_EQ(need, 0) << "no device: one split";
-    EXPECT_EQ(fl::why_unsupported(*k, p), "");
+    for (const fl::KernelInfo* k : ks) {
+      const fl::AttnParams p = without_workspace(s);
+      EXPECT_EQ(fl::workspace_bytes(*k, p), 0) << k->name() << ": no device, one split";
+      EXPECT_EQ(fl::why_unsupported(*k, p), "") << k->name();
+    }
     GTEST_SKIP() << "the split workspace needs a device's figures: " << no_gpu;
   }
-  const std::string refused = fl::why_unsupported(*k, fl::placeholder_params(s));
+  const std::string refused = fl::why_unsupported(*ks.front(), fl::placeholder_params(s));
   if (refused.find("shared memory") != std::string::npos) GTEST_SKIP() << refused;
   int sms = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
   if (sms < 10) GTEST_SKIP() << "a GPU of " << sms << " SMs: 8 blocks fill it";
-  int splits = 0;
-  for (int t = 2; t <= split::kMaxSplits; ++t) {
-    if (split::split_workspace_bytes(t, 1, 32, 1, 128) == need) splits = t;
+  for (const fl::KernelInfo* k : ks) {
+    SCOPED_TRACE(k->name());
+    fl::AttnParams p = without_workspace(s);
+    const int64_t need = fl::workspace_bytes(*k, p);
+    int splits = 0;
+    for (int t = 2; t <= split::kMaxSplits; ++t) {
+      if (split::split_workspace_bytes(t, 1, 32, 1, 128) == need) splits = t;
+    }
+    ASSERT_GE(splits, 2) << need << " bytes is no count of splits' partials";
+    EXPECT_LE(splits, sms);
+    p.workspace = reinterpret_cast<void*>(0x6000);
+    p.workspace_bytes = need - 1;
+    const std::string why = fl::why_unsupported(*k, p);
+    EXPECT_EQ(why.rfind("kernel " + k->name() + ": the workspace holds " +
+                            std::to_string(need - 1) + " bytes",
+                        0),
+              0u)
+        << why;
+    EXPECT_NE(why.find(std::to_string(need)), std::string::npos) << why;
+    try {
+      fl::run_kernel(*k, p);
+      ADD_FAILURE() << "run_kernel took a workspace a byte short";
+    } catch (const fl::UnsupportedError& e) {
+      EXPECT_EQ(std::string(e.what()), why);
+    }
+    p.workspace_bytes = need;
+    EXPECT_EQ(fl::why_unsupported(*k, p), "");
   }
-  ASSERT_GE(splits, 2) << need << " bytes is no count of splits' partials";
-  EXPECT_LE(splits, sms);
-  p.workspace = reinterpret_cast<void*>(0x6000);
-  p.workspace_bytes = need - 1;
-  const std::string why = fl::why_unsupported(*k, p);
-  EXPECT_EQ(why.rfind("kernel " + k->name() + ": the workspace holds " +
-                          std::to_string(need - 1) + " bytes",
-                      0),
-            0u)
-      << why;
-  EXPECT_NE(why.find(std::to_string(need)), std::string::npos) << why;
-  try {
-    fl::run_kernel(*k, p);
-    ADD_FAILURE() << "run_kernel took a workspace a byte short";
-  } catch (const fl::UnsupportedError& e) {
-    EXPECT_EQ(std::string(e.what()), why);
-  }
-  p.workspace_bytes = need;
-  EXPECT_EQ(fl::why_unsupported(*k, p), "");
 }
 
 TEST(DecodeRules, SplitRungGridLimits) {
-  // Rung 38's grid is (splits, H_kv, B): H_kv and B are its y and z dimensions, 65535 each.
-  REQUIRE_SPLIT_RUNG(k);
-  const fl::ProblemSpec ok =
-      decode_spec(fl::DType::f16, 65535, 65535, 65535, 1, 64, 64, false, fl::Layout::BHND);
-  EXPECT_EQ(fl::why_unsupported(*k, fl::placeholder_params(ok)), "");
-  const fl::ProblemSpec heads =
-      decode_spec(fl::DType::f16, 1, 65536, 65536, 1, 64, 64, false, fl::Layout::BHND);
-  const std::string why = fl::why_unsupported(*k, fl::placeholder_params(heads));
-  EXPECT_EQ(why, "kernel " + k->name() + ": H_kv must be <= 65535 (the grid's y dimension)");
+  // A split rung's grid is (splits, H_kv, B): H_kv and B are its y and z dimensions, 65535 each.
+  REQUIRE_SPLIT_RUNGS(ks);
+  for (const fl::KernelInfo* k : ks) {
+    const fl::ProblemSpec ok =
+        decode_spec(fl::DType::f16, 65535, 65535, 65535, 1, 64, 64, false, fl::Layout::BHND);
+    EXPECT_EQ(fl::why_unsupported(*k, fl::placeholder_params(ok)), "") << k->name();
+    const fl::ProblemSpec heads =
+        decode_spec(fl::DType::f16, 1, 65536, 65536, 1, 64, 64, false, fl::Layout::BHND);
+    const std::string why = fl::why_unsupported(*k, fl::placeholder_params(heads));
+    EXPECT_EQ(why, "kernel " + k->name() + ": H_kv must be <= 65535 (the grid's y dimension)");
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

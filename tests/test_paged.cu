@@ -1,0 +1,635 @@
+// Rung 39 (decode_paged): decode on a K/V cache, each sequence with its own length
+// (AttnParams::seqlens_k), its keys in pages of a pool that a block table maps (block_table,
+// page_size), or in a contiguous [B, H_kv, Nk, d] cache of capacity Nk.
+//
+//   PagedRules.*  (CPU) the page-size rule of rung 39 (a multiple of 64: a tile's keys in one
+//                 page), refused by name and rule before any launch; the cache calls it claims
+//                 (lengths, a table, both), their workspace that of the same call without them
+//                 (the splits are decided on the capacity)
+//   Paged.*       (GPU) a cache grid after FlashAttention's kvcache tests: ragged lengths (0, 1,
+//                 one that is no multiple of 64 or of the page, the capacity), block tables
+//                 shuffled over a pool larger than needed whose unused pages and rows are NaN (a
+//                 wrong page shows), pages of 64 and 256 keys and the contiguous cache with
+//                 lengths alone; GQA 32/8, MQA 16/1, MHA 8/8; causal or not; Nq 1, 2, 16 (where
+//                 Nq x g <= 64); fp16, bf16; d 64, 128; B 1, 5. The reference: each sequence's
+//                 keys gathered into a problem of its own (B = 1, Nk = its length) through the
+//                 harness's Reference, causal bottom-right by that length; O by the pass rule,
+//                 the LSE as verify holds it; an empty sequence's rows exactly O = 0,
+//                 LSE = -inf; two runs bitwise equal; the workspace poisoned (NaN) first
+//   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
+//                 bit for bit (the same splits); a table that maps pages in order, and lengths
+//                 all at the capacity, equal the plain call bit for bit; lengths outside
+//                 [0, Nk] run as the clamped ones
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/harness.h"
+#include "common/random.h"
+#include "common/registry.h"
+#include "gpu_test_util.h"
+
+namespace {
+
+// The forward rung numbered `number`, or null, from the list of forward rungs (the list lives in
+// the kernels' library: reading it here is what links that library's objects into this test).
+const fl::KernelInfo* forward_rung(int number) {
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
+    if (k->number == number) return k;
+  }
+  return nullptr;
+}
+
+// Rung 39, or skip.
+#define REQUIRE_PAGED_RUNG(k)                                                          \
+  const fl::KernelInfo* k = forward_rung(39);                                          \
+  if (k == nullptr) GTEST_SKIP() << "rung 39 is not in this build (FL_KERNELS)"
+
+const char kPageRule[] = "page_size must be a multiple of 64 (a tile's keys in one page)";
+
+// A cache call's shape with placeholder pointers (what why_unsupported and workspace_bytes
+// read): B sequences of capacity nk, pages of `page` keys (0: the contiguous cache, lengths
+// alone).
+fl::AttnParams placeholder_cache(fl::DType t, int64_t b, int64_t hq, int64_t hkv, int64_t nq,
+                                 int64_t nk, int64_t d, int64_t page) {
+  fl::ProblemSpec s = fl::test::shape_spec(t, b, hq, hkv, nq, nk, d, false, fl::Layout::BNHD, 1);
+  fl::AttnParams p = fl::placeholder_params(s);
+  p.seqlens_k = reinterpret_cast<const int32_t*>(0x9000);
+  if (page > 0) {
+    p.block_table = reinterpret_cast<const int32_t*>(0xa000);
+    p.page_size = page;
+    p.block_table_stride = (nk + page - 1) / page;
+    p.k_stride = p.v_stride = fl::make_strides(fl::Layout::BNHD, hkv, page, d);
+  }
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU: the rules, before any launch
+// ---------------------------------------------------------------------------------------------
+
+TEST(PagedRules, PageSizeIsAMultipleOf64) {
+  REQUIRE_PAGED_RUNG(k);
+  for (int64_t page : {16, 32, 48, 80, 96, 240}) {
+    const fl::AttnParams p = placeholder_cache(fl::DType::f16, 2, 32, 8, 1, 1000, 128, page);
+    ASSERT_EQ(fl::check_common(p), "") << page << ": a multiple of 16, the common rule's";
+    const std::string why = fl::why_unsupported(*k, p);
+    EXPECT_EQ(why, "kernel " + k->name() + ": " + kPageRule + ", got " + std::to_string(page));
+    try {
+      fl::run_kernel(*k, p);  // refused before the launch: no GPU needed
+      ADD_FAILURE() << "run_kernel took page_size " << page;
+    } catch (const fl::UnsupportedError& e) {
+      EXPECT_EQ(std::string(e.what()), why);
+    }
+  }
+  for (int64_t page : {64, 128, 256, 1024}) {
+    EXPECT_EQ(fl::why_unsupported(
+                  *k, placeholder_cache(fl::DType::bf16, 2, 32, 8, 1, 1000, 128, page)),
+              "")
+        << page;
+  }
+  // The common rule comes first: 8 is no multiple of 16.
+  fl::AttnParams p = placeholder_cache(fl::DType::f16, 2, 32, 8, 1, 1000, 128, 64);
+  p.page_size = 8;
+  p.block_table_stride = 125;
+  EXPECT_EQ(fl::why_unsupported(*k, p),
+            "kernel " + k->name() +
+                ": page_size must be a multiple of 16 and >= 16 with a block table (got 8)");
+}
+
+TEST(PagedRules, ClaimsCacheCallsAndSizesTheirWorkspaceByTheCapacity) {
+  // Lengths alone, a table alone, both: claimed, with the workspace of the same call without
+  // them (the splits come from the capacity, which is all the host knows). Rung 38's rules hold
+  // as they were: a call of more than 64 rows is refused by the rows rule.
+  REQUIRE_PAGED_RUNG(k);
+  for (int64_t page : {0, 64, 256}) {
+    for (bool lengths : {false, true}) {
+      if (page == 0 && !lengths) continue;
+      fl::AttnParams p = placeholder_cache(fl::DType::f16, 1, 32, 8, 1, 131072, 128, page);
+      if (!lengths) p.seqlens_k = nullptr;
+      p.workspace = nullptr;
+      p.workspace_bytes = 0;
+      fl::AttnParams plain = placeholder_cache(fl::DType::f16, 1, 32, 8, 1, 131072, 128, 0);
+      plain.seqlens_k = nullptr;
+      EXPECT_EQ(fl::workspace_bytes(*k, p), fl::workspace_bytes(*k, plain)) << page;
+      p.workspace = reinterpret_cast<void*>(0x6000);
+      p.workspace_bytes = fl::workspace_bytes(*k, p);
+      EXPECT_EQ(fl::why_unsupported(*k, p), "") << page << " " << lengths;
+      const fl::KernelInfo* best = fl::best_kernel(p);
+      ASSERT_NE(best, nullptr);
+      EXPECT_EQ(best->number, 39);
+      p.seqlen_q = 17;  // 17 x 4 = 68 rows
+      EXPECT_NE(fl::why_unsupported(*k, p).find("Nq x H_q / H_kv must be <= 64"),
+                std::string::npos);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU: a cache, its run and its reference
+// ---------------------------------------------------------------------------------------------
+
+// 16-bit bits of x in t (the values are rounded to t already).
+uint16_t bits_of(fl::DType t, float x) {
+  uint16_t b;
+  if (t == fl::DType::f16) {
+    const __half h = __float2half_rn(x);
+    std::memcpy(&b, &h, 2);
+  } else {
+    const __nv_bfloat16 h = __float2bfloat16_rn(x);
+    std::memcpy(&b, &h, 2);
+  }
+  return b;
+}
+
+constexpr uint16_t kNanBits = 0xFFFF;  // NaN in fp16 and in bf16
+
+struct CacheCase {
+  fl::DType t = fl::DType::f16;
+  int64_t hq = 32, hkv = 8, nq = 1, d = 128;
+  bool causal = false;
+  int64_t capacity = 1000;      // seqlen_k
+  int64_t page = 0;             // keys a page; 0: the contiguous cache [B, H_kv, Nk, d]
+  bool shuffle = true;          // pages in random order over a larger pool (else in order)
+  bool with_lengths = true;     // seqlens_k set (else every sequence has `capacity` keys)
+  std::vector<int32_t> lengths;  // one a sequence (what the call passes: may be out of range)
+  uint64_t seed = 1;
+
+  int64_t batch() const { return static_cast<int64_t>(lengths.size()); }
+  // The keys sequence b has: its length clamped to [0, capacity] (the rung's rule).
+  int64_t keys(int64_t b) const {
+    if (!with_lengths) return capacity;
+    return std::min<int64_t>(std::max<int32_t>(lengths[b], 0), capacity);
+  }
+  std::string describe() const {
+    std::string s = std::string(fl::to_string(t)) + " H=" + std::to_string(hq) + "/" +
+                    std::to_string(hkv) + " Nq=" + std::to_string(nq) +
+                    " d=" + std::to_string(d) + (causal ? " causal" : "") +
+                    " cap=" + std::to_string(capacity) +
+                    (page > 0 ? " page=" + std::to_string(page) + (shuffle ? " shuffled" : "")
+                              : " contiguous") +
+                    " lengths=";
+    for (int32_t n : lengths) s += std::to_string(n) + ",";
+    return with_lengths ? s : s + "(not passed)";
+  }
+};
+
+// The host data of a case: Q [B, H_q, Nq, d], and each sequence's keys and values
+// [H_kv, n_b, d], all rounded to the dtype (fl::test::Rng: the same on every machine).
+struct HostData {
+  std::vector<float> q;
+  std::vector<std::vector<float>> k, v;  // per sequence
+};
+
+HostData make_host_data(const CacheCase& c) {
+  fl::test::Rng r(c.seed);
+  HostData h;
+  h.q.resize(c.batch() * c.hq * c.nq * c.d);
+  for (float& x : h.q) x = fl::test::round_16(c.t, r.normal());
+  for (int64_t b = 0; b < c.batch(); ++b) {
+    const int64_t n = c.keys(b);
+    h.k.emplace_back(c.hkv * n * c.d);
+    h.v.emplace_back(c.hkv * n * c.d);
+    for (float& x : h.k.back()) x = fl::test::round_16(c.t, r.normal());
+    for (float& x : h.v.back()) x = fl::test::round_16(c.t, r.normal());
+  }
+  return h;
+}
+
+// 16-bit bits as fp32.
+float value_of(fl::DType t, uint16_t b) {
+  if (t == fl::DType::f16) {
+    __half_raw r;
+    r.x = b;
+    return __half2float(__half(r));
+  }
+  const uint32_t w = static_cast<uint32_t>(b) << 16;
+  float x;
+  std::memcpy(&x, &w, 4);
+  return x;
+}
+
+// What a run wrote: O [B, H_q, Nq, d] (its bits, and as fp32), the LSE [B, H_q, Nq].
+struct RunResult {
+  std::string refused;  // why_unsupported's answer; the rest is empty when it is not ""
+  std::vector<uint16_t> o_bits;
+  std::vector<float> o, lse;
+  int64_t run_diffs = 0;  // O and LSE elements that differ bitwise between the two runs
+  int64_t workspace_bytes = 0;
+};
+
+// Runs kernel k on case c twice, O, the LSE and the workspace poisoned (NaN) before each run.
+// The cache: with pages, a pool of B x (pages a sequence + 1) pages (+ 3 spare ones when
+// shuffled), pages in random order, the table's rows one entry longer than needed; without, a
+// [B, H_kv, Nk, d] tensor. Every element that holds no key of a sequence is NaN: a read of a
+// wrong page, of a row past a sequence's length, or of an unmapped page shows in O. Q is BNHD,
+// O BHND. A case without lengths and without pages is a plain call (no cache field set).
+RunResult run_case(const fl::KernelInfo& k, const CacheCase& c, const HostData& h) {
+  const int64_t B = c.batch(), H = c.hkv, d = c.d;
+  fl::AttnParams p = fl::make_params(c.t, B, c.hq, c.nq, c.capacity, d, c.causal,
+                                     fl::Layout::BNHD);
+  p.heads_kv = H;
+  p.o_stride = fl::make_strides(fl::Layout::BHND, c.hq, c.nq, d);
+  int64_t units = B, unit_rows = c.capacity, stride = 0;
+  std::vector<int32_t> table;
+  if (c.page > 0) {
+    stride = (c.capacity + c.page - 1) / c.page + 1;
+    units = B * stride + (c.shuffle ? 3 : 0);
+    unit_rows = c.page;
+    std::vector<int32_t> order(units);
+    std::iota(order.begin(), order.end(), 0);
+    if (c.shuffle) {
+      fl::test::Rng r(c.seed * 7 + 3);
+      for (int64_t i = units - 1; i > 0; --i) std::swap(order[i], order[r.integer(0, i)]);
+    }
+    table.assign(order.begin(), order.begin() + B * stride);
+    p.k_stride = p.v_stride = fl::make_strides(fl::Layout::BNHD, H, c.page, d);  // by page
+  } else {
+    p.k_stride = p.v_stride = fl::make_strides(fl::Layout::BHND, H, c.capacity, d);
+  }
+  const fl::Strides& ks = p.k_stride;
+  std::vector<uint16_t> kb(units * unit_rows * H * d, kNanBits), vb = kb;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t n = c.keys(b);
+    for (int64_t hh = 0; hh < H; ++hh) {
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t unit = c.page > 0 ? table[b * stride + j / c.page] : b;
+        const int64_t row = c.page > 0 ? j % c.page : j;
+        const int64_t at = unit * ks.batch + hh * ks.head + row * ks.row;
+        for (int64_t x = 0; x < d; ++x) {
+          kb[at + x] = bits_of(c.t, h.k[b][(hh * n + j) * d + x]);
+          vb[at + x] = bits_of(c.t, h.v[b][(hh * n + j) * d + x]);
+        }
+      }
+    }
+  }
+  std::vector<uint16_t> qb(B * c.hq * c.nq * d);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t hh = 0; hh < c.hq; ++hh) {
+      for (int64_t i = 0; i < c.nq; ++i) {
+        for (int64_t x = 0; x < d; ++x) {
+          qb[b * p.q_stride.batch + hh * p.q_stride.head + i * p.q_stride.row + x] =
+              bits_of(c.t, h.q[((b * c.hq + hh) * c.nq + i) * d + x]);
+        }
+      }
+    }
+  }
+  const int64_t rows = B * c.hq * c.nq;
+  fl::DeviceBuffer q(qb.size() * 2), kd(kb.size() * 2), vd(vb.size() * 2), o(rows * d * 2),
+      lse(rows * 4), lengths(B * 4), tab(std::max<size_t>(table.size(), 1) * 4), ws;
+  FL_CUDA_CHECK(cudaMemcpy(q.get(), qb.data(), qb.size() * 2, cudaMemcpyHostToDevice));
+  FL_CUDA_CHECK(cudaMemcpy(kd.get(), kb.data(), kb.size() * 2, cudaMemcpyHostToDevice));
+  FL_CUDA_CHECK(cudaMemcpy(vd.get(), vb.data(), vb.size() * 2, cudaMemcpyHostToDevice));
+  FL_CUDA_CHECK(cudaMemcpy(lengths.get(), c.lengths.data(), B * 4, cudaMemcpyHostToDevice));
+  if (!table.empty()) {
+    FL_CUDA_CHECK(cudaMemcpy(tab.get(), table.data(), table.size() * 4, cudaMemcpyHostToDevice));
+  }
+  p.q = q.get();
+  p.k = kd.get();
+  p.v = vd.get();
+  p.o = o.get();
+  p.lse = lse.as<float>();
+  if (c.with_lengths) p.seqlens_k = lengths.as<int32_t>();
+  if (c.page > 0) {
+    p.block_table = tab.as<int32_t>();
+    p.block_table_stride = stride;
+    p.page_size = c.page;
+  }
+  RunResult r;
+  r.workspace_bytes = fl::workspace_bytes(k, p);
+  if (r.workspace_bytes > 0) {
+    ws.resize(r.workspace_bytes);
+    p.workspace = ws.get();
+    p.workspace_bytes = r.workspace_bytes;
+  }
+  r.refused = fl::why_unsupported(k, p);
+  if (!r.refused.empty()) return r;
+  std::vector<uint16_t> o_bits(rows * d);
+  std::vector<float> lse_host(rows);
+  for (int run = 0; run < 2; ++run) {
+    fl::fill_bits16(o.get(), 0xFFFF, rows * d);
+    FL_CUDA_CHECK(cudaMemset(lse.get(), 0xFF, rows * 4));  // NaN
+    if (p.workspace_bytes > 0) fl::fill_bits16(p.workspace, 0xFFFF, p.workspace_bytes / 2);
+    fl::run_kernel(k, p);
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+    FL_CUDA_CHECK(cudaMemcpy(o_bits.data(), o.get(), rows * d * 2, cudaMemcpyDeviceToHost));
+    FL_CUDA_CHECK(cudaMemcpy(lse_host.data(), lse.get(), rows * 4, cudaMemcpyDeviceToHost));
+    if (run == 0) {
+      r.o_bits = o_bits;
+      r.lse = lse_host;
+      continue;
+    }
+    for (int64_t i = 0; i < rows * d; ++i) r.run_diffs += o_bits[i] != r.o_bits[i];
+    for (int64_t i = 0; i < rows; ++i) {
+      r.run_diffs += std::memcmp(&lse_host[i], &r.lse[i], 4) != 0;
+    }
+  }
+  r.o.resize(rows * d);
+  for (int64_t i = 0; i < rows * d; ++i) r.o[i] = value_of(c.t, r.o_bits[i]);
+  return r;
+}
+
+// The reference of one sequence: its keys gathered into a problem of its own (B = 1, Nk = its
+// length, causal bottom-right by that length), the harness's fp32 reference and the tolerance
+// of its pass rule for k. Empty for a sequence of no key.
+struct SeqReference {
+  std::vector<float> o, lse;  // [H_q, Nq, d], [H_q, Nq]
+  double tolerance = 0;
+};
+
+std::vector<SeqReference> references(const fl::KernelInfo& k, const CacheCase& c,
+                                     const HostData& h, fl::CublasHandle& cublas) {
+  std::vector<SeqReference> out(c.batch());
+  const int64_t per_seq = c.hq * c.nq * c.d;
+  for (int64_t b = 0; b < c.batch(); ++b) {
+    const int64_t n = c.keys(b);
+    if (n == 0) continue;
+    fl::ProblemSpec s = fl::test::shape_spec(c.t, 1, c.hq, c.hkv, c.nq, n, c.d, c.causal,
+                                             fl::Layout::BHND, c.seed + b);
+    fl::Problem problem(s);
+    problem.set_inputs(h.q.data() + b * per_seq, h.k[b].data(), h.v[b].data());
+    const fl::Reference ref(problem, cublas);
+    SeqReference& r = out[b];
+    r.o.resize(per_seq);
+    r.lse.resize(c.hq * c.nq);
+    FL_CUDA_CHECK(cudaMemcpy(r.o.data(), ref.out32(), per_seq * 4, cudaMemcpyDeviceToHost));
+    FL_CUDA_CHECK(cudaMemcpy(r.lse.data(), ref.lse32(), r.lse.size() * 4,
+                             cudaMemcpyDeviceToHost));
+    r.tolerance = fl::pass_tolerance(ref.lowp_err_for(k));
+  }
+  return out;
+}
+
+// Holds a run to the references, sequence by sequence: O finite and within the pass rule, the
+// LSE within verify's tolerance (1e-3 relative to the largest |LSE|; -inf exactly where the
+// reference's is), an empty sequence's rows O = 0 and LSE = -inf exactly, two runs bitwise
+// equal, something nonzero. "" when it holds, else the first failures.
+std::string check_run(const CacheCase& c, const RunResult& r,
+                      const std::vector<SeqReference>& refs) {
+  if (!r.refused.empty()) return "refused: " + r.refused;
+  std::string why;
+  int failures = 0;
+  auto fail = [&](const std::string& what) {
+    if (++failures <= 4) why += what + "; ";
+  };
+  const int64_t rows_b = c.hq * c.nq, d = c.d;
+  int64_t nonzero = 0;
+  for (int64_t b = 0; b < c.batch(); ++b) {
+    const SeqReference& ref = refs[b];
+    double lse_max = 1.0;
+    for (float x : ref.lse) {
+      if (std::isfinite(x)) lse_max = std::max(lse_max, static_cast<double>(std::abs(x)));
+    }
+    for (int64_t row = 0; row < rows_b; ++row) {
+      const std::string at = "b=" + std::to_string(b) + " h=" + std::to_string(row / c.nq) +
+                             " s=" + std::to_string(row % c.nq);
+      const float lse = r.lse[b * rows_b + row];
+      if (c.keys(b) == 0 || std::isinf(ref.lse[row])) {
+        if (!(std::isinf(lse) && lse < 0)) fail("LSE " + at + " = " + std::to_string(lse) +
+                                                ", want -inf (no key)");
+      } else if (!(std::abs(lse - ref.lse[row]) <= 1e-3 * lse_max)) {
+        fail("LSE " + at + " = " + std::to_string(lse) + ", reference " +
+             std::to_string(ref.lse[row]));
+      }
+      for (int64_t x = 0; x < d; ++x) {
+        const float o = r.o[(b * rows_b + row) * d + x];
+        nonzero += o != 0.f;
+        if (c.keys(b) == 0) {
+          if (o != 0.f) fail("O " + at + " c=" + std::to_string(x) + " = " +
+                             std::to_string(o) + ", want 0 (an empty sequence)");
+        } else if (!(std::abs(o - ref.o[row * d + x]) <= ref.tolerance)) {
+          fail("O " + at + " c=" + std::to_string(x) + " = " + std::to_string(o) +
+               ", reference " + std::to_string(ref.o[row * d + x]) + ", tolerance " +
+               std::to_string(ref.tolerance));
+        }
+      }
+    }
+  }
+  if (r.run_diffs > 0) fail(std::to_string(r.run_diffs) + " elements differ between two runs");
+  if (nonzero == 0) fail("output all zero");
+  if (failures > 4) why += std::to_string(failures - 4) + " more";
+  return why;
+}
+
+// Two runs of the same case data alike bit for bit (O and the LSE).
+int64_t bitwise_differences(const RunResult& a, const RunResult& b) {
+  if (a.o_bits.size() != b.o_bits.size() || a.lse.size() != b.lse.size()) return -1;
+  int64_t n = 0;
+  for (size_t i = 0; i < a.o_bits.size(); ++i) n += a.o_bits[i] != b.o_bits[i];
+  for (size_t i = 0; i < a.lse.size(); ++i) n += std::memcmp(&a.lse[i], &b.lse[i], 4) != 0;
+  return n;
+}
+
+int sm_count() {
+  int device = 0, sms = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+// The smem rule of a smaller GPU (d = 128 needs 144 KiB a block): skip with it.
+#define SKIP_ON_SHARED_MEMORY(r) \
+  if ((r).refused.find("shared memory") != std::string::npos) GTEST_SKIP() << (r).refused
+
+// ---------------------------------------------------------------------------------------------
+// GPU: the cache grid
+// ---------------------------------------------------------------------------------------------
+
+class Paged : public ::testing::TestWithParam<std::tuple<fl::DType, int64_t>> {};
+
+TEST_P(Paged, PassesTheCacheGrid) {
+  // Each shape's data and references are made once; the cache is laid out three ways (pages of
+  // 64 and of 256 keys, shuffled, and the contiguous cache with lengths alone), each held to the
+  // references, and the three must agree bit for bit (the same tiles reach the same math).
+  FL_REQUIRE_GPU();
+  REQUIRE_PAGED_RUNG(k);
+  const auto [t, d] = GetParam();
+  fl::CublasHandle cublas;
+  const int64_t heads[][2] = {{32, 8}, {16, 1}, {8, 8}};
+  int ran = 0;
+  for (const auto& hh : heads) {
+    for (int64_t nq : {1, 2, 16}) {
+      if (nq * (hh[0] / hh[1]) > 64) continue;  // a prefill: the rows rule refuses it
+      for (bool causal : {false, true}) {
+        for (int64_t batch : {1, 5}) {
+          CacheCase c;
+          c.t = t;
+          c.hq = hh[0];
+          c.hkv = hh[1];
+          c.nq = nq;
+          c.d = d;
+          c.causal = causal;
+          c.capacity = 1000;
+          // 0 and 1 key, 300 (no multiple of 64 or of a page), 777, the capacity.
+          c.lengths = batch == 1 ? std::vector<int32_t>{523}
+                                 : std::vector<int32_t>{1000, 0, 1, 300, 777};
+          c.seed = 100 * nq + 10 * hh[0] + (causal ? 1 : 0) + batch + d;
+          const HostData h = make_host_data(c);
+          const std::vector<SeqReference> refs = references(*k, c, h, cublas);
+          std::vector<RunResult> runs;
+          for (int64_t page : {64, 256, 0}) {
+            c.page = page;
+            SCOPED_TRACE(c.describe());
+            runs.push_back(run_case(*k, c, h));
+            SKIP_ON_SHARED_MEMORY(runs.back());
+            EXPECT_EQ(check_run(c, runs.back(), refs), "");
+            EXPECT_EQ(bitwise_differences(runs.back(), runs.front()), 0)
+                << "page " << page << " against pages of 64";
+            ++ran;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ran, (3 + 2 + 3) * 2 * 2 * 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cache, Paged,
+    ::testing::Combine(::testing::Values(fl::DType::f16, fl::DType::bf16),
+                       ::testing::Values(int64_t{64}, int64_t{128})),
+    [](const ::testing::TestParamInfo<std::tuple<fl::DType, int64_t>>& info) {
+      return std::string(fl::to_string(std::get<0>(info.param))) + "_d" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+TEST(PagedLong, ALongCacheInManySplits) {
+  // A longer cache, whose (KV head, sequence) blocks rung 39 splits on a GPU of 20 SMs or more:
+  // capacity 32768 (512 key tiles), B = 3 with lengths 20001, 0 and the capacity, so that the
+  // splits of the shorter sequences past their length see no key; pages of 256, shuffled; GQA
+  // 32/8 with one query and four (causal).
+  FL_REQUIRE_GPU();
+  REQUIRE_PAGED_RUNG(k);
+  fl::CublasHandle cublas;
+  for (int64_t nq : {1, 4}) {
+    CacheCase c;
+    c.t = fl::DType::bf16;
+    c.nq = nq;
+    c.causal = nq > 1;
+    c.capacity = 32768;
+    c.page = 256;
+    c.lengths = {20001, 0, 32768};
+    c.seed = 7 + nq;
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult r = run_case(*k, c, h);
+    SKIP_ON_SHARED_MEMORY(r);
+    if (sm_count() >= 20) EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
+    EXPECT_EQ(check_run(c, r, references(*k, c, h, cublas)), "");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPU: what the page lookup must not change
+// ---------------------------------------------------------------------------------------------
+
+TEST(PagedSame, APlainCallIsRung38BitForBit) {
+  // No lengths, no table: rung 39 reads the cache as rung 38 does, in as many splits (the same
+  // workspace), and writes the same bits; shapes of one split and of several.
+  FL_REQUIRE_GPU();
+  REQUIRE_PAGED_RUNG(k);
+  const fl::KernelInfo* k38 = forward_rung(38);
+  if (k38 == nullptr) GTEST_SKIP() << "rung 38 is not in this build (FL_KERNELS)";
+  struct Shape {
+    fl::DType t;
+    int64_t b, hq, hkv, nq, nk, d;
+    bool causal;
+  };
+  const Shape shapes[] = {{fl::DType::f16, 1, 32, 8, 1, 1000, 128, false},
+                          {fl::DType::bf16, 3, 32, 8, 4, 4096, 128, true},
+                          {fl::DType::f16, 2, 16, 1, 2, 777, 64, false},
+                          {fl::DType::bf16, 1, 8, 8, 16, 33000, 64, true},
+                          {fl::DType::f16, 64, 32, 8, 1, 200, 128, false}};
+  for (const Shape& sh : shapes) {
+    CacheCase c;
+    c.t = sh.t;
+    c.hq = sh.hq;
+    c.hkv = sh.hkv;
+    c.nq = sh.nq;
+    c.d = sh.d;
+    c.causal = sh.causal;
+    c.capacity = sh.nk;
+    c.with_lengths = false;
+    c.lengths.assign(sh.b, static_cast<int32_t>(sh.nk));
+    c.seed = sh.nk + sh.b;
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k38, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "the same splits";
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+  }
+}
+
+TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
+  // Lengths all equal to the capacity, on the contiguous cache and through a table of pages in
+  // order (and shuffled), write what the plain call writes, bit for bit.
+  FL_REQUIRE_GPU();
+  REQUIRE_PAGED_RUNG(k);
+  CacheCase c;
+  c.t = fl::DType::f16;
+  c.nq = 2;
+  c.causal = true;
+  c.capacity = 2048;
+  c.lengths.assign(3, 2048);
+  c.with_lengths = false;
+  c.seed = 11;
+  const HostData h = make_host_data(c);
+  const RunResult plain = run_case(*k, c, h);
+  SKIP_ON_SHARED_MEMORY(plain);
+  ASSERT_EQ(plain.refused, "");
+  for (int64_t page : {0, 64, 256}) {
+    for (bool with_lengths : {false, true}) {
+      for (bool shuffle : {false, true}) {
+        if ((page == 0 && (!with_lengths || shuffle))) continue;
+        c.page = page;
+        c.with_lengths = with_lengths;
+        c.shuffle = shuffle;
+        SCOPED_TRACE(c.describe());
+        const RunResult r = run_case(*k, c, h);
+        ASSERT_EQ(r.refused, "");
+        EXPECT_EQ(bitwise_differences(plain, r), 0);
+      }
+    }
+  }
+}
+
+TEST(PagedSame, LengthsOutsideTheCapacityAreClamped) {
+  // A length below 0 or past the capacity is the caller's error; the rung clamps it to [0, Nk]
+  // and reads nothing outside the cache: -5 runs as 0, Nk + 100 and INT32_MAX as Nk.
+  FL_REQUIRE_GPU();
+  REQUIRE_PAGED_RUNG(k);
+  for (int64_t page : {0, 64}) {
+    CacheCase c;
+    c.t = fl::DType::bf16;
+    c.nq = 1;
+    c.capacity = 640;
+    c.page = page;
+    c.lengths = {0, 640, 640, 100};
+    c.seed = 5;
+    const HostData h = make_host_data(c);
+    const RunResult in_range = run_case(*k, c, h);
+    SKIP_ON_SHARED_MEMORY(in_range);
+    c.lengths = {-5, 740, std::numeric_limits<int32_t>::max(), 100};
+    SCOPED_TRACE(c.describe());
+    const RunResult out_of_range = run_case(*k, c, h);  // the same data: keys(b) clamps
+    ASSERT_EQ(out_of_range.refused, "");
+    EXPECT_EQ(bitwise_differences(in_range, out_of_range), 0);
+  }
+}
+
+}  // namespace
