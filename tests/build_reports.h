@@ -54,7 +54,7 @@ inline std::string object_dirs_text(const fl::KernelInfo& k) {
 
 // True for a rung numbered after the Hopper track's start but built for sm_80 and up (a backward
 // or serving rung on mma.sync), as the top-level CMakeLists.txt sorts the folders.
-// FL_SM80_LATE_RUNGS is the CMake list as a string of numbers, "29 30 31 32 37 38".
+// FL_SM80_LATE_RUNGS is the CMake list as a string of numbers, "29 30 31 32 37 38 39".
 inline bool is_sm80_late_rung(int number) {
   std::istringstream in(FL_SM80_LATE_RUNGS);
   for (int n; in >> n;)
