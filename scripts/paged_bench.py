@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A paged K/V cache against the contiguous one, the same decode call: GB/s of K + V read.
+
+For each shape (defaults: fp16, d = 128, GQA 32/8, one query row; B in 1, 8, 64; Nk in 8192 and
+32768, every sequence at full length), this times in one process, in balanced rounds (the order
+reversed every other round; each arm the median of its rounds):
+
+  * contiguous: flash_ladder.attention_with_kvcache on a cache [B, Nk, H_kv, d] with
+    cache_seqlens (rung 39, each sequence its own page);
+  * paged N (N in --pages, default 64 and 256): the same keys in a pool of pages of N keys in a
+    shuffled order, reached through a block table;
+  * plain: flash_ladder.attention on the same cache without lengths (layout "bnhd"), the call
+    the decode rungs took before the cache.
+
+bytes = 2 x B x H_kv x Nk x d x 2; the L2 flushed before every run (compare_sdpa's Timer). Every
+arm's output must equal the contiguous arm's bit for bit (the same keys in the same order of
+tiles), else the script exits 1. The last thing printed is a table: GB/s per arm and paged /
+contiguous.
+
+  python3 scripts/paged_bench.py --out docs/results/h100_paged.json
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_sdpa as cs  # noqa: E402  (Timer, json_safe, the package on the path)
+import flash_ladder  # noqa: E402
+
+
+def paged_copy(k, page, gen):
+    """k [B, Nk, H, d] as a pool [B * Nk / page, page, H, d] in a shuffled order, and the int32
+    block table [B, Nk / page] that finds each sequence's pages in it."""
+    b, nk, h, d = k.shape
+    per = nk // page
+    order = torch.randperm(b * per, generator=gen, device="cpu").to(k.device)
+    pool = torch.empty(b * per, page, h, d, dtype=k.dtype, device=k.device)
+    pool[order] = k.reshape(b * per, page, h, d)
+    return pool, order.reshape(b, per).to(torch.int32)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--b", default="1,8,64")
+    ap.add_argument("--nk", default="8192,32768")
+    ap.add_argument("--heads", default="32/8")
+    ap.add_argument("--nq", type=int, default=1)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--pages", default="64,256")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    hq, hkv = (int(x) for x in args.heads.split("/"))
+    timer = cs.Timer(3, args.repeats, 1.0)
+    gen = torch.Generator(device="cpu").manual_seed(11)
+    rows, failed = [], False
+    print(f"GPU {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for b in (int(x) for x in args.b.split(",")):
+        for nk in (int(x) for x in args.nk.split(",")):
+            q = torch.randn(b, args.nq, hq, args.d, generator=gen).half().cuda()
+            k = torch.randn(b, nk, hkv, args.d, generator=gen).half().cuda()
+            v = torch.randn(b, nk, hkv, args.d, generator=gen).half().cuda()
+            lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
+            arms = {"contiguous": lambda: flash_ladder.attention_with_kvcache(
+                        q, k, v, cache_seqlens=lens, causal=False),
+                    "plain": lambda: flash_ladder.attention(q, k, v, layout="bnhd")}
+            for page in (int(x) for x in args.pages.split(",")):
+                kp, table = paged_copy(k, page, gen)
+                vp = torch.empty_like(kp)
+                vp[table.flatten().long()] = v.reshape(-1, page, hkv, args.d)  # k's table
+                arms[f"paged {page}"] = (lambda kp=kp, vp=vp, table=table:
+                                         flash_ladder.attention_with_kvcache(
+                                             q, kp, vp, cache_seqlens=lens, block_table=table,
+                                             causal=False))
+            want = arms["contiguous"]()
+            for name, fn in arms.items():
+                same = torch.equal(fn(), want)
+                failed |= not same
+                if not same:
+                    print(f"  B={b} Nk={nk} {name}: output differs from the contiguous arm")
+            times = {name: [] for name in arms}
+            names = list(arms)
+            for r in range(args.rounds):
+                for name in (names if r % 2 == 0 else names[::-1]):
+                    times[name].append(timer.time(arms[name])[0])
+            kv = 2 * b * hkv * nk * args.d * 2
+            for name in names:
+                ms = statistics.median(times[name])
+                rows.append(dict(arm=name, B=b, Nk=nk, H=hq, H_kv=hkv, Nq=args.nq, d=args.d,
+                                 ms=ms, round_ms=times[name], gbps=kv / (ms * 1e-3) / 1e9))
+            del q, k, v, arms
+            torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                           timespec="seconds"), "rows": cs.json_safe(rows)}, fh, indent=1)
+            fh.write("\n")
+    names = list(dict.fromkeys(r["arm"] for r in rows))
+    print("\nGB/s of K + V (paged / contiguous)")
+    for b, nk in dict.fromkeys((r["B"], r["Nk"]) for r in rows):
+        cell = {r["arm"]: r["gbps"] for r in rows if (r["B"], r["Nk"]) == (b, nk)}
+        print(f"B={b:<3} Nk={nk:<7} " + "  ".join(
+            f"{n} {cell[n]:6.0f}" + (f" ({cell[n] / cell['contiguous']:.3f})" if "paged" in n
+                                     else "") for n in names))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
