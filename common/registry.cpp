@@ -62,6 +62,13 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
     return "kernel " + kernel.name() +
            ": is a backward rung (it computes dQ, dK, dV): call it through run_backward";
   }
+  std::string why = why_unsupported_by_rules(kernel, p);
+  if (why.empty()) why = why_not_this_device(kernel);
+  if (why.empty()) why = why_workspace_short(kernel, p, p.workspace_bytes);
+  return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
+}
+
+std::string why_unsupported_by_rules(const KernelInfo& kernel, const AttnParams& p) {
   std::string why = check_common(p);
   // The input type, by KernelInfo::fp8_inputs, before the kernel's own rules (which assume it).
   if (why.empty() && p.dtype == DType::e4m3 && !kernel.fp8_inputs) {
@@ -76,9 +83,7 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p) {
           "a block table needs rung 39";
   }
   if (why.empty()) why = kernel.supports(p);
-  if (why.empty()) why = why_not_this_device(kernel);
-  if (why.empty()) why = why_workspace_short(kernel, p, p.workspace_bytes);
-  return why.empty() ? why : "kernel " + kernel.name() + ": " + why;
+  return why;
 }
 
 std::string why_unsupported_backward(const KernelInfo& kernel, const BwdParams& b) {

@@ -85,6 +85,12 @@ const KernelInfo* find_kernel(const std::string& key);
 // workspace_bytes). A backward rung is refused here ("is a backward rung").
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
 
+// The rules of why_unsupported that ask neither the device nor the workspace, in its order:
+// check_common, the input type, the K/V cache, the kernel's supports. "" when they hold, else
+// the broken rule (without the kernel's name). For answers that depend on the call's sizes
+// alone, as the workspace's size (fl_workspace_size).
+std::string why_unsupported_by_rules(const KernelInfo& kernel, const AttnParams& p);
+
 // The same for the backward: check_backward, the kernel's op, its supports_backward, the device,
 // and the workspace size (at least workspace_bytes). A forward rung is refused.
 std::string why_unsupported_backward(const KernelInfo& kernel, const BwdParams& b);

@@ -12,10 +12,10 @@ reversed every other round; each arm the median of its rounds):
   * plain: flash_ladder.attention on the same cache without lengths (layout "bnhd"), the call
     the decode rungs took before the cache.
 
-bytes = 2 x B x H_kv x Nk x d x 2; the L2 flushed before every run (compare_sdpa's Timer). Every
-arm's output must equal the contiguous arm's bit for bit (the same keys in the same order of
-tiles), else the script exits 1. The last thing printed is a table: GB/s per arm and paged /
-contiguous.
+bytes = 2 x B x H_kv x Nk x d x 2; each arm captured in a CUDA graph and timed by its replay, the
+L2 flushed before every run (compare_sdpa's Timer). Every arm's output must equal the contiguous
+arm's bit for bit (the same keys in the same order of tiles), else the script exits 1. The last
+thing printed is a table: GB/s per arm and paged / contiguous.
 
   python3 scripts/paged_bench.py --out docs/results/h100_paged.json
 """
@@ -85,17 +85,29 @@ def main():
                 failed |= not same
                 if not same:
                     print(f"  B={b} Nk={nk} {name}: output differs from the contiguous arm")
+            # Each arm captured in a CUDA graph (as a decode loop runs it) and timed by replay: a
+            # call of 10-100 us would otherwise time the Python in front of its launches.
+            graphs = {}
+            for name, fn in arms.items():
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    fn()
+                torch.cuda.current_stream().wait_stream(side)
+                graphs[name] = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graphs[name]):
+                    fn()
             times = {name: [] for name in arms}
             names = list(arms)
             for r in range(args.rounds):
                 for name in (names if r % 2 == 0 else names[::-1]):
-                    times[name].append(timer.time(arms[name])[0])
+                    times[name].append(timer.time(graphs[name].replay)[0])
             kv = 2 * b * hkv * nk * args.d * 2
             for name in names:
                 ms = statistics.median(times[name])
                 rows.append(dict(arm=name, B=b, Nk=nk, H=hq, H_kv=hkv, Nq=args.nq, d=args.d,
                                  ms=ms, round_ms=times[name], gbps=kv / (ms * 1e-3) / 1e9))
-            del q, k, v, arms
+            del q, k, v, arms, graphs
             torch.cuda.empty_cache()
     if args.out:
         with open(args.out, "w") as fh:

@@ -264,15 +264,8 @@ FL_API int64_t fl_workspace_size(int number, const fl_attention_params* c, char*
                  ": is a backward rung: its workspace is fl_backward_workspace_size's answer";
       } else {
         // A size for a call the kernel would refuse is no answer (the device is not asked): the
-        // rules why_unsupported holds before the device's, a K/V cache for a rung without one
-        // included (the same words).
-        std::string rule = fl::check_common(sizes);
-        if (rule.empty() && !kernel->kv_cache &&
-            (sizes.seqlens_k != nullptr || sizes.block_table != nullptr)) {
-          rule = "takes a contiguous K/V of seqlen_k keys a sequence: a K/V cache with cache "
-                 "lengths or a block table needs rung 39";
-        }
-        if (rule.empty()) rule = kernel->supports(sizes);
+        // rules why_unsupported holds before the device's, in its order and words.
+        const std::string rule = fl::why_unsupported_by_rules(*kernel, sizes);
         if (!rule.empty()) reason = "kernel " + kernel->name() + ": " + rule;
       }
     }

@@ -241,6 +241,9 @@ class LibraryRules(unittest.TestCase):
                 with self.subTest(kernel=k.name, paged=paged, lens=lens):
                     ok, why = self.lib.supports(k.number, p)
                     self.assertFalse(ok)
+                    if k.number == 28:  # the input type is judged first: e4m3 inputs only
+                        self.assertIn("takes e4m3 inputs only", why)
+                        continue
                     self.assertIn(f"kernel {k.name}: takes a contiguous K/V of seqlen_k keys a "
                                   f"sequence: a K/V cache with cache lengths or a block table "
                                   f"needs rung 39", why)
