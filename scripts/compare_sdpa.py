@@ -131,8 +131,9 @@ def make_params(q, k, v, o, causal, scale):
 # Timing
 # ------------------------------------------------------------------------------------------------
 class Timer:
-    def __init__(self, warmup, repeats, max_seconds):
+    def __init__(self, warmup, repeats, max_seconds, warmup_ms=200.0):
         self.warmup, self.repeats, self.max_seconds = warmup, repeats, max_seconds
+        self.warmup_ms = warmup_ms  # the warm-up's floor of GPU time
         l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
         self.flush_buf = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
 
@@ -158,10 +159,10 @@ class Timer:
         first = self.one(fn)
         if first > 1e3 * self.max_seconds:
             return first, 1
-        # Warm-up: at least `warmup` runs and at least 0.2 s of GPU work, so that the clocks have
-        # ramped up after the host-side work between measurements.
+        # Warm-up: at least `warmup` runs and at least warmup_ms of GPU work (0.2 s by default),
+        # so that the clocks have ramped up after the host-side work between measurements.
         spent, runs = 0.0, 0
-        while (runs < self.warmup - 1 or spent < 200.0) and runs < 2000:
+        while (runs < self.warmup - 1 or spent < self.warmup_ms) and runs < 2000:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             fn()

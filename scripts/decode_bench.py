@@ -208,40 +208,6 @@ def parse_args(argv=None):
 # ------------------------------------------------------------------------------------------------
 # Timing
 # ------------------------------------------------------------------------------------------------
-class DecodeTimer(cs.Timer):
-    """compare_sdpa's Timer (first run, warm-up, then the median of `repeats` runs, the L2 flushed
-    before each) with the warm-up's floor of GPU time a parameter: compare_sdpa's 200 ms, paid
-    by every implementation in every round, would take most of the sweep's time here, where a run
-    is microseconds to milliseconds and the GPU is kept busy between timings."""
-
-    def __init__(self, repeats, warmup_ms):
-        super().__init__(warmup=3, repeats=repeats, max_seconds=1.0)
-        self.warmup_ms = warmup_ms
-
-    def time(self, fn):
-        first = self.one(fn)
-        spent, runs = 0.0, 0
-        while (runs < self.warmup - 1 or spent < self.warmup_ms) and runs < 2000:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            spent += start.elapsed_time(end)
-            runs += 1
-        repeats = max(1, min(self.repeats, int(5e3 * self.max_seconds / max(first, 1e-3))))
-        pairs = []
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            self.flush()
-            start.record()
-            fn()
-            end.record()
-            pairs.append((start, end))
-        torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in pairs), repeats
-
-
 def balanced_rounds(rounds, timer, timed):
     """Rounds 1 .. R - 1 after round 0 (which checked the outputs): `timed` is [(row, call)] in
     round 0's order, reversed in every other round; each row's ms becomes the median of its
@@ -505,7 +471,9 @@ def main():
         wanted += ["best"] if key == "best" else [kn[0] for kn in cs.select_kernels(ladder, key)]
     gpu = torch.cuda.get_device_name()
     print(f"GPU {gpu}, torch {torch.__version__}, kernels: {args.kernels}")
-    timer = DecodeTimer(args.repeats, args.warmup_ms)
+    # compare_sdpa's Timer with a lower warm-up floor: its 200 ms, paid by every implementation
+    # in every round, would take most of the sweep's time where a run is microseconds.
+    timer = cs.Timer(3, args.repeats, 1.0, warmup_ms=args.warmup_ms)
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
     rows, skipped = [], []
     kv_key, k, v = None, None, None
