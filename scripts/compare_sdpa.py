@@ -254,21 +254,28 @@ def select_kernels(ladder, wanted, pool=None, option="--kernels"):
     return chosen
 
 
-def retime_rounds(args, timer, timed, f):
-    """Rounds 1 .. R - 1 (the outputs were checked in round 0): each row's ms becomes the median
-    of its rounds' medians, the rounds' own in round_ms; `timed` is [(row, the timed call)] in
-    round 0's order, reversed in every other round."""
-    if args.rounds <= 1:
-        return
+def balanced_rounds(rounds, timer, timed):
+    """Rounds 1 .. R - 1 after round 0 (which checked the outputs): `timed` is [(row, the timed
+    call)] in round 0's order, reversed in every other round; each row's ms becomes the median of
+    its rounds' medians, those in round_ms."""
     for row, _ in timed:
         row["round_ms"] = [row["ms"]]
-    for r in range(1, args.rounds):
+    for r in range(1, rounds):
         for row, fn in (reversed(timed) if r % 2 else timed):
             row["round_ms"].append(timer.time(fn)[0])
     torch.cuda.synchronize()
-    print(f"  median of {args.rounds} rounds (order reversed in every other round):")
     for row, _ in timed:
         row["ms"] = statistics.median(row["round_ms"])
+
+
+def retime_rounds(args, timer, timed, f):
+    """balanced_rounds over --rounds (nothing for one round), then each row's TFLOP/s and rounds
+    printed."""
+    if args.rounds <= 1:
+        return
+    balanced_rounds(args.rounds, timer, timed)
+    print(f"  median of {args.rounds} rounds (order reversed in every other round):")
+    for row, _ in timed:
         row["tflops"] = f / (row["ms"] * 1e-3) / 1e12
         spread = " ".join(f"{m:.3f}" for m in row["round_ms"])
         print(f"  {row['impl']:<24} {row['ms']:9.3f} ms {row['tflops']:7.1f} TFLOP/s"

@@ -56,7 +56,6 @@ import functools
 import json
 import math
 import os
-import statistics
 import sys
 
 import torch
@@ -203,23 +202,6 @@ def parse_args(argv=None):
     if not [k for k in args.kernels.split(",") if k.strip()]:
         ap.error("--kernels is empty")
     return args
-
-
-# ------------------------------------------------------------------------------------------------
-# Timing
-# ------------------------------------------------------------------------------------------------
-def balanced_rounds(rounds, timer, timed):
-    """Rounds 1 .. R - 1 after round 0 (which checked the outputs): `timed` is [(row, call)] in
-    round 0's order, reversed in every other round; each row's ms becomes the median of its
-    rounds' medians, those in round_ms."""
-    for row, _ in timed:
-        row["round_ms"] = [row["ms"]]
-    for r in range(1, rounds):
-        for row, fn in (reversed(timed) if r % 2 else timed):
-            row["round_ms"].append(timer.time(fn)[0])
-    torch.cuda.synchronize()
-    for row, _ in timed:
-        row["ms"] = statistics.median(row["round_ms"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -385,7 +367,7 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
                       best=number == best)
         timed.append((row, run))
 
-    balanced_rounds(args.rounds, timer, timed)
+    cs.balanced_rounds(args.rounds, timer, timed)
     for r in rows:
         if r["ms"]:
             r["gbps"] = gbps(nbytes, r["ms"])

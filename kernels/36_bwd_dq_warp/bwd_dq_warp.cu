@@ -408,7 +408,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::mbarrier::arrive(ptx::smem_addr(&empty[st]));  // this thread is done with the stage
 
     // dQ into sdQ[n % 2] in fragment order, 16 bytes a lane (a warp's store is 512 contiguous
-    // bytes: no bank conflicts), once the dQ thread has handed step n - 2's buffer back.
+    // bytes), once the dQ thread has handed step n - 2's buffer back.
     if (n >= 2) {
       ptx::mbarrier::wait(ptx::smem_addr(&dq_empty[st]), static_cast<uint32_t>((n / 2 - 1) % 2));
     }
