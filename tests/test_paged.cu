@@ -11,10 +11,10 @@
 //                 shuffled over a pool larger than needed whose unused pages and rows are NaN (a
 //                 wrong page shows), pages of 64 and 256 keys and the contiguous cache with
 //                 lengths alone; GQA 32/8, MQA 16/1, MHA 8/8; causal or not; Nq 1, 2, 16 (where
-//                 Nq x g <= 64); fp16, bf16; d 64, 128; B 1, 5. The reference: each sequence's
-//                 keys gathered into a problem of its own (B = 1, Nk = its length) through the
-//                 harness's Reference, causal bottom-right by that length; O by the pass rule,
-//                 the LSE as verify holds it; an empty sequence's rows exactly O = 0,
+//                 Nq x g <= 64); fp16, bf16; d 64, 96, 128, 192; B 1, 5. The reference: each
+//                 sequence's keys gathered into a problem of its own (B = 1, Nk = its length)
+//                 through the harness's Reference, causal bottom-right by that length; O by the
+//                 pass rule, the LSE as verify holds it; an empty sequence's rows exactly O = 0,
 //                 LSE = -inf; two runs bitwise equal; the workspace poisoned (NaN) first
 //   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
 //                 bit for bit (the same splits); a table that maps pages in order, and lengths
@@ -497,7 +497,8 @@ TEST_P(Paged, PassesTheCacheGrid) {
 INSTANTIATE_TEST_SUITE_P(
     Cache, Paged,
     ::testing::Combine(::testing::Values(fl::DType::f16, fl::DType::bf16),
-                       ::testing::Values(int64_t{64}, int64_t{128})),
+                       ::testing::Values(int64_t{64}, int64_t{96}, int64_t{128},
+                                         int64_t{192})),
     [](const ::testing::TestParamInfo<std::tuple<fl::DType, int64_t>>& info) {
       return std::string(fl::to_string(std::get<0>(info.param))) + "_d" +
              std::to_string(std::get<1>(info.param));

@@ -205,11 +205,11 @@ TEST(FragmentMaps, TwoAccumulatorTilesFormAnAFragment) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(Swizzle, ChunkIsABijectionOnEveryRow) {
-  for (int chunks : {8, 16}) {
+  for (int chunks : {8, 12, 16, 24}) {
     for (int row = 0; row < 128; ++row) {
       std::vector<int> seen(chunks, 0);
       for (int c = 0; c < chunks; ++c) {
-        const int s = fl::swizzle::chunk(row, c);
+        const int s = fl::swizzle::chunk(row, c, chunks);
         ASSERT_TRUE(s >= 0 && s < chunks) << "row " << row << " chunk " << c << " -> " << s;
         ++seen[s];
       }
@@ -221,7 +221,7 @@ TEST(Swizzle, ChunkIsABijectionOnEveryRow) {
 }
 
 TEST(Swizzle, OffsetIsABijectionOnTheTileAndKeepsTheElementInItsChunk) {
-  for (int row_elems : {64, 128}) {
+  for (int row_elems : {64, 96, 128, 192}) {
     const int rows = 64;
     std::vector<int> seen(rows * row_elems, 0);
     for (int r = 0; r < rows; ++r) {
@@ -258,7 +258,7 @@ std::vector<int> ldmatrix_phase(int first_row, int logical_chunk, int row_elems,
 }
 
 TEST(Swizzle, LdmatrixPhasesAreConflictFree) {
-  for (int row_elems : {64, 128}) {
+  for (int row_elems : {64, 96, 128, 192}) {
     for (int first_row = 0; first_row < 64; ++first_row) {
       for (int c = 0; c < row_elems / 8; ++c) {
         EXPECT_EQ(phase_wavefronts(ldmatrix_phase(first_row, c, row_elems, true), 16), 1)
@@ -269,13 +269,15 @@ TEST(Swizzle, LdmatrixPhasesAreConflictFree) {
   }
 }
 
-// The same pattern without the swizzle is the 8-way conflict the swizzle exists for: if this
+// The same pattern without the swizzle is the 8-way conflict the swizzle exists for (4-way in
+// rows of 96 elements, which start alternately on a line and half-way through one): if this
 // test fails, the bank counter above is not measuring anything.
 TEST(Swizzle, UnswizzledLdmatrixPhasesAreEightWayConflicts) {
-  for (int row_elems : {64, 128}) {
+  for (int row_elems : {64, 96, 128, 192}) {
     for (int first_row = 0; first_row < 64; first_row += 8) {
       for (int c = 0; c < row_elems / 8; ++c) {
-        EXPECT_EQ(phase_wavefronts(ldmatrix_phase(first_row, c, row_elems, false), 16), 8)
+        EXPECT_EQ(phase_wavefronts(ldmatrix_phase(first_row, c, row_elems, false), 16),
+                  row_elems == 96 ? 4 : 8)
             << "d=" << row_elems << " rows from " << first_row << " chunk " << c;
       }
     }
@@ -286,7 +288,7 @@ TEST(Swizzle, UnswizzledLdmatrixPhasesAreEightWayConflicts) {
 // writes logical chunk l % n of row first_row + l / n (n = chunks per row, so a warp covers 4
 // rows at d = 64 and 2 at d = 128). A 128-bit access is served in 4 phases of 8 lanes.
 TEST(Swizzle, RowWiseCopiesAreConflictFree) {
-  for (int row_elems : {64, 128}) {
+  for (int row_elems : {64, 96, 128, 192}) {
     const int chunks = row_elems / 8;
     for (int first_row = 0; first_row < 64; ++first_row) {
       for (int phase = 0; phase < 4; ++phase) {

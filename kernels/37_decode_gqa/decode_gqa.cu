@@ -15,9 +15,9 @@
 //            grid fills the GPU (H_kv x B blocks); few blocks (B = 1) leave SMs idle, which the
 //            key splits of the next rung address; beats rung 16 and 27 on GQA decode, which read
 //            K and V g times in tiles of 64 or 128 rows with one real row
-// supports:  fp16, bf16; d in {64, 128}; Nq x H_q / H_kv <= 64 (longer calls are prefill: the
-//            forward rungs); any Nk >= 1 (up to 2^30); causal or not; MHA, GQA, MQA; any strides
-//            (rows 16-byte aligned), both layouts; LSE optional
+// supports:  fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64 (longer calls are
+//            prefill: the forward rungs); any Nk >= 1 (up to 2^30); causal or not; MHA, GQA,
+//            MQA; any strides (rows 16-byte aligned), both layouts; LSE optional
 // doc:       docs/kernels/37_decode_gqa.md
 // =================================================================================================
 //
@@ -31,9 +31,10 @@
 // and at the end O = O_w / l, LSE = ln 2 (m scale log2 e + log2 l).
 //
 // Shared memory (rows swizzled as in rung 06: element (r, c) at swizzle::offset(r, c, d)):
-//   sQ [64][d]                   the packed query tile, loaded once (then kept in registers)
+//   sQ [64][d]                   the packed query tile, loaded once (then kept in registers,
+//                                but at d = 192)
 //   sK [4][64][d], sV [4][64][d] the ring: K and V of tile j in stage j % 4
-// 72 KiB at d = 64, 144 KiB at d = 128 (supports checks the device's limit).
+// 72, 108, 144 and 216 KiB at d = 64, 96, 128, 192 (supports checks the device's limit).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -41,6 +42,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/dtype.cuh"
@@ -65,6 +67,20 @@ constexpr float kLn2 = 0.69314718055994530942f;
 template <int kHeadDim>
 constexpr int smem_bytes() {
   return (kRows + 2 * kStages * kBc) * kHeadDim * 2;
+}
+
+// Calls f with the head dim as a compile-time constant: d in {64, 96, 128, 192} (supports).
+template <typename F>
+void with_head_dim(int64_t d, F&& f) {
+  if (d == 64) {
+    f(std::integral_constant<int, 64>{});
+  } else if (d == 96) {
+    f(std::integral_constant<int, 96>{});
+  } else if (d == 128) {
+    f(std::integral_constant<int, 128>{});
+  } else {
+    f(std::integral_constant<int, 192>{});
+  }
 }
 
 // ldmatrix x4 of a 16 x 16 A fragment: rows r0.. of a row-major tile of n columns, columns c0..
@@ -92,18 +108,22 @@ __device__ __forceinline__ void load_b_trans(uint32_t (&b)[4], uint32_t tile, in
 }
 
 // The cp.async copies of one K or V tile: kBc rows of a row-major global tile (rows `stride`
-// elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step; a thread keeps its
-// chunk of the row and steps kThreads / (d / 8) rows. Rows >= `valid` (past Nk) are zero-filled
-// (0 source bytes, read from row 0, which exists): zero keys give finite scores, which the mask
-// hides, and zero values add nothing.
+// elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step, d / 8 of them a
+// row. Rows >= `valid` (past Nk) are zero-filled (0 source bytes, read from row 0, which exists):
+// zero keys give finite scores, which the mask hides, and zero values add nothing.
 template <typename T, int kHeadDim>
 __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t stride,
                                              int valid) {
+  // A thread keeps its chunk of the row and steps kRowsPerStep rows. Where d / 8 does not divide
+  // the threads (d = 96, 192), the threads past the last whole row copy nothing and the last
+  // step is partial.
   constexpr int kChunks = kHeadDim / 8, kRowsPerStep = kThreads / kChunks;
+  constexpr bool kWhole = kThreads % kChunks == 0 && kBc % kRowsPerStep == 0;
   const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks * 8;
 #pragma unroll
-  for (int step = 0; step < kBc / kRowsPerStep; ++step) {
+  for (int step = 0; step < (kBc + kRowsPerStep - 1) / kRowsPerStep; ++step) {
     const int r = r0 + step * kRowsPerStep;
+    if (!kWhole && (r0 >= kRowsPerStep || r >= kBc)) continue;
     const bool in = r < valid;
     ptx::cp_async::copy_16(dst + swizzle::byte_offset(r, c, kHeadDim),
                            src + (in ? r * stride : 0) + c, in ? 16 : 0);
@@ -192,10 +212,12 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const AttnParams p) {
   float row_sum[2] = {0.f, 0.f};              // this lane's part of l (the quad adds at the end)
 
   // Q's A fragments, once: group 0 has landed (this thread's copies; the barrier: everyone's).
-  uint32_t rQ[kKSteps][4];
+  // At d = 192 they would not fit beside O's 96 accumulators: read from sQ at every tile instead.
+  constexpr bool kQInRegisters = kD <= 128;
+  uint32_t rQ[kQInRegisters ? kKSteps : 1][4];
   ptx::cp_async::wait_group<kStages - 2>();
   __syncthreads();
-  if (active) {
+  if (active && kQInRegisters) {
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) load_a(rQ[kk], aQ, kD, 16 * warp, 16 * kk);
   }
@@ -220,12 +242,19 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const AttnParams p) {
     }
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
+      uint32_t aq[4];
+      if constexpr (kQInRegisters) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) aq[i] = rQ[kk][i];
+      } else {
+        load_a(aq, aQ, kD, 16 * warp, 16 * kk);
+      }
 #pragma unroll
       for (int np = 0; np < kSTiles / 2; ++np) {
         uint32_t bk[4];
         load_b(bk, aK + stage, kD, 16 * np, 16 * kk);
-        ptx::mma_m16n8k16<T>(rS[2 * np], rQ[kk], {bk[0], bk[1]}, rS[2 * np]);
-        ptx::mma_m16n8k16<T>(rS[2 * np + 1], rQ[kk], {bk[2], bk[3]}, rS[2 * np + 1]);
+        ptx::mma_m16n8k16<T>(rS[2 * np], aq, {bk[0], bk[1]}, rS[2 * np]);
+        ptx::mma_m16n8k16<T>(rS[2 * np + 1], aq, {bk[2], bk[3]}, rS[2 * np + 1]);
       }
     }
 
@@ -324,8 +353,8 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const AttnParams p) {
 }
 
 std::string supports(const AttnParams& p) {
-  if (p.head_dim != 64 && p.head_dim != 128) {
-    return "head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")";
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 192) {
+    return "head_dim must be 64, 96, 128 or 192 (got " + std::to_string(p.head_dim) + ")";
   }
   const int64_t g = p.heads_q / p.heads_kv;
   if (p.seqlen_q > kRows || g > kRows || p.seqlen_q * g > kRows) {
@@ -338,7 +367,8 @@ std::string supports(const AttnParams& p) {
   }
   if (p.batch > 65535) return "B must be <= 65535 (the grid's y dimension)";
   if (p.heads_kv > INT_MAX) return "H_kv must be <= 2^31 - 1 (the grid's x dimension)";
-  const int smem = p.head_dim == 64 ? smem_bytes<64>() : smem_bytes<128>();
+  int smem = 0;
+  with_head_dim(p.head_dim, [&](auto d) { smem = smem_bytes<decltype(d)::value>(); });
   int device = 0, max_smem = 0;
   if (cudaGetDevice(&device) == cudaSuccess &&
       cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
@@ -371,11 +401,7 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
 void launch(const AttnParams& p, cudaStream_t stream) {
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    if (p.head_dim == 64) {
-      launch_typed<T, 64>(p, stream);
-    } else {
-      launch_typed<T, 128>(p, stream);
-    }
+    with_head_dim(p.head_dim, [&](auto d) { launch_typed<T, decltype(d)::value>(p, stream); });
   });
 }
 

@@ -15,9 +15,10 @@
 // expect:    GB/s of K + V near the read ceiling at B = 1 as at large B (GQA 32/8, Nk = 131072:
 //            8 blocks become about a full wave); the partials add 2 x splits x rows x (d + 1)
 //            x 4 bytes, nothing beside K and V; rung 37's speed where the grid fills the GPU
-// supports:  fp16, bf16; d in {64, 128}; Nq x H_q / H_kv <= 64 (longer calls are prefill: the
-//            forward rungs); any Nk >= 1 (up to 2^30); causal or not; MHA, GQA, MQA; any strides
-//            (rows 16-byte aligned), both layouts; LSE optional; H_kv, B <= 65535 (the grid)
+// supports:  fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64 (longer calls are
+//            prefill: the forward rungs); any Nk >= 1 (up to 2^30); causal or not; MHA, GQA,
+//            MQA; any strides (rows 16-byte aligned), both layouts; LSE optional; H_kv,
+//            B <= 65535 (the grid)
 // doc:       docs/kernels/38_decode_split.md
 // =================================================================================================
 //
@@ -33,15 +34,17 @@
 // the partials for more.
 //
 // Shared memory (rows swizzled as in rung 06: element (r, c) at swizzle::offset(r, c, d)):
-//   sQ [64][d]                   the packed query tile, loaded once (then kept in registers)
+//   sQ [64][d]                   the packed query tile, loaded once (then kept in registers,
+//                                but at d = 192)
 //   sK [4][64][d], sV [4][64][d] the ring: K and V of the split's tile j in stage j % 4
-// 72 KiB at d = 64, 144 KiB at d = 128 (supports checks the device's limit).
+// 72, 108, 144 and 216 KiB at d = 64, 96, 128, 192 (supports checks the device's limit).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/dtype.cuh"
@@ -69,6 +72,20 @@ constexpr int smem_bytes() {
   return (kRows + 2 * kStages * kBc) * kHeadDim * 2;
 }
 
+// Calls f with the head dim as a compile-time constant: d in {64, 96, 128, 192} (supports).
+template <typename F>
+void with_head_dim(int64_t d, F&& f) {
+  if (d == 64) {
+    f(std::integral_constant<int, 64>{});
+  } else if (d == 96) {
+    f(std::integral_constant<int, 96>{});
+  } else if (d == 128) {
+    f(std::integral_constant<int, 128>{});
+  } else {
+    f(std::integral_constant<int, 192>{});
+  }
+}
+
 // ldmatrix x4 of a 16 x 16 A fragment: rows r0.. of a row-major tile of n columns, columns c0..
 // (lanes 0-15 give rows r0 + lane % 16 at c0, lanes 16-31 the same rows at c0 + 8).
 __device__ __forceinline__ void load_a(uint32_t (&a)[4], uint32_t tile, int n, int r0, int c0) {
@@ -94,18 +111,22 @@ __device__ __forceinline__ void load_b_trans(uint32_t (&b)[4], uint32_t tile, in
 }
 
 // The cp.async copies of one K or V tile: kBc rows of a row-major global tile (rows `stride`
-// elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step; a thread keeps its
-// chunk of the row and steps kThreads / (d / 8) rows. Rows >= `valid` (past Nk) are zero-filled
-// (0 source bytes, read from row 0, which exists): zero keys give finite scores, which the mask
-// hides, and zero values add nothing.
+// elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step, d / 8 of them a
+// row. Rows >= `valid` (past Nk) are zero-filled (0 source bytes, read from row 0, which exists):
+// zero keys give finite scores, which the mask hides, and zero values add nothing.
 template <typename T, int kHeadDim>
 __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t stride,
                                              int valid) {
+  // A thread keeps its chunk of the row and steps kRowsPerStep rows. Where d / 8 does not divide
+  // the threads (d = 96, 192), the threads past the last whole row copy nothing and the last
+  // step is partial.
   constexpr int kChunks = kHeadDim / 8, kRowsPerStep = kThreads / kChunks;
+  constexpr bool kWhole = kThreads % kChunks == 0 && kBc % kRowsPerStep == 0;
   const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks * 8;
 #pragma unroll
-  for (int step = 0; step < kBc / kRowsPerStep; ++step) {
+  for (int step = 0; step < (kBc + kRowsPerStep - 1) / kRowsPerStep; ++step) {
     const int r = r0 + step * kRowsPerStep;
+    if (!kWhole && (r0 >= kRowsPerStep || r >= kBc)) continue;
     const bool in = r < valid;
     ptx::cp_async::copy_16(dst + swizzle::byte_offset(r, c, kHeadDim),
                            src + (in ? r * stride : 0) + c, in ? 16 : 0);
@@ -207,10 +228,12 @@ __global__ void __launch_bounds__(kThreads)
   float row_sum[2] = {0.f, 0.f};              // this lane's part of l (the quad adds at the end)
 
   // Q's A fragments, once: group 0 has landed (this thread's copies; the barrier: everyone's).
-  uint32_t rQ[kKSteps][4];
+  // At d = 192 they would not fit beside O's 96 accumulators: read from sQ at every tile instead.
+  constexpr bool kQInRegisters = kD <= 128;
+  uint32_t rQ[kQInRegisters ? kKSteps : 1][4];
   ptx::cp_async::wait_group<kStages - 2>();
   __syncthreads();
-  if (active) {
+  if (active && kQInRegisters) {
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) load_a(rQ[kk], aQ, kD, 16 * warp, 16 * kk);
   }
@@ -235,12 +258,19 @@ __global__ void __launch_bounds__(kThreads)
     }
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
+      uint32_t aq[4];
+      if constexpr (kQInRegisters) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) aq[i] = rQ[kk][i];
+      } else {
+        load_a(aq, aQ, kD, 16 * warp, 16 * kk);
+      }
 #pragma unroll
       for (int np = 0; np < kSTiles / 2; ++np) {
         uint32_t bk[4];
         load_b(bk, aK + stage, kD, 16 * np, 16 * kk);
-        ptx::mma_m16n8k16<T>(rS[2 * np], rQ[kk], {bk[0], bk[1]}, rS[2 * np]);
-        ptx::mma_m16n8k16<T>(rS[2 * np + 1], rQ[kk], {bk[2], bk[3]}, rS[2 * np + 1]);
+        ptx::mma_m16n8k16<T>(rS[2 * np], aq, {bk[0], bk[1]}, rS[2 * np]);
+        ptx::mma_m16n8k16<T>(rS[2 * np + 1], aq, {bk[2], bk[3]}, rS[2 * np + 1]);
       }
     }
 
@@ -357,7 +387,9 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const AttnParams p, const float* part_o, const float* part_lse, int splits) {
-  constexpr int kCols = kHeadDim / 32;  // 2 or 4
+  // Columns a lane: d / 32 rounded up to even (whole 4-byte pairs): 2, 4, 4, 6 at d = 64, 96,
+  // 128, 192; at d = 96 lanes 0-23 hold the row.
+  constexpr int kCols = (kHeadDim / 32 + 1) / 2 * 2;
   const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
   const int64_t row = int64_t{blockIdx.x} * (kThreads / 32) + threadIdx.x / 32;
   if (row >= rows) return;  // warp-uniform
@@ -374,7 +406,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int x = 16; x > 0; x /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, x);
   const float lse = sum == 0.f ? -INFINITY : m + logf(sum);
   float acc[kCols] = {};
-  for (int s = 0; s < splits && sum != 0.f; ++s) {
+  const bool holds = kCols * lane < kHeadDim;
+  for (int s = 0; s < splits && sum != 0.f && holds; ++s) {
     const float lse_s = part_lse[s * rows + row];
     if (lse_s == -INFINITY) continue;
     const float w = expf(lse_s - lse);
@@ -387,15 +420,15 @@ __global__ void __launch_bounds__(kThreads)
   T* o = static_cast<T*>(p.o) + b * p.o_stride.batch + h * p.o_stride.head +
          pos * p.o_stride.row + kCols * lane;
 #pragma unroll
-  for (int c = 0; c < kCols; c += 2) {
+  for (int c = 0; c < kCols && holds; c += 2) {
     *reinterpret_cast<uint32_t*>(o + c) = pack2<T>(acc[c], acc[c + 1]);
   }
   if (p.lse != nullptr && lane == 0) p.lse[row] = lse;
 }
 
 std::string supports(const AttnParams& p) {
-  if (p.head_dim != 64 && p.head_dim != 128) {
-    return "head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")";
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 192) {
+    return "head_dim must be 64, 96, 128 or 192 (got " + std::to_string(p.head_dim) + ")";
   }
   const int64_t g = p.heads_q / p.heads_kv;
   if (p.seqlen_q > kRows || g > kRows || p.seqlen_q * g > kRows) {
@@ -408,7 +441,8 @@ std::string supports(const AttnParams& p) {
   }
   if (p.batch > 65535) return "B must be <= 65535 (the grid's z dimension)";
   if (p.heads_kv > 65535) return "H_kv must be <= 65535 (the grid's y dimension)";
-  const int smem = p.head_dim == 64 ? smem_bytes<64>() : smem_bytes<128>();
+  int smem = 0;
+  with_head_dim(p.head_dim, [&](auto d) { smem = smem_bytes<decltype(d)::value>(); });
   int device = 0, max_smem = 0;
   if (cudaGetDevice(&device) == cudaSuccess &&
       cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
@@ -476,7 +510,7 @@ int64_t workspace(const AttnParams& p) {
   int splits = 1;
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    splits = p.head_dim == 64 ? splits_for<T, 64>(p) : splits_for<T, 128>(p);
+    with_head_dim(p.head_dim, [&](auto d) { splits = splits_for<T, decltype(d)::value>(p); });
   });
   return split_workspace_bytes(splits, p.batch, p.heads_q, p.seqlen_q, p.head_dim);
 }
@@ -507,11 +541,7 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
 void launch(const AttnParams& p, cudaStream_t stream) {
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    if (p.head_dim == 64) {
-      launch_typed<T, 64>(p, stream);
-    } else {
-      launch_typed<T, 128>(p, stream);
-    }
+    with_head_dim(p.head_dim, [&](auto d) { launch_typed<T, decltype(d)::value>(p, stream); });
   });
 }
 

@@ -15,10 +15,10 @@
 //            3. the split count from the capacity seqlen_k (the host cannot read the lengths)
 // expect:    the paged cache within 5% of the contiguous one on the same shape (pages of 64 and
 //            256 keys): one table read a tile, from L1 mostly; GB/s of K + V as rung 38's
-// supports:  rung 38's calls (fp16, bf16; d in {64, 128}; Nq x H_q / H_kv <= 64; Nk <= 2^30;
-//            causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a block table
-//            (page_size a multiple of 64), both or neither; a plain call runs as rung 38 does
-//            (the same splits, the same bits)
+// supports:  rung 38's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
+//            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
+//            block table (page_size a multiple of 64), both or neither; a plain call runs as
+//            rung 38 does (the same splits, the same bits)
 // doc:       docs/kernels/39_decode_paged.md
 // =================================================================================================
 //
@@ -35,15 +35,17 @@
 // the partials for more.
 //
 // Shared memory (rows swizzled as in rung 06: element (r, c) at swizzle::offset(r, c, d)):
-//   sQ [64][d]                   the packed query tile, loaded once (then kept in registers)
+//   sQ [64][d]                   the packed query tile, loaded once (then kept in registers,
+//                                but at d = 192)
 //   sK [4][64][d], sV [4][64][d] the ring: K and V of the split's tile j in stage j % 4
-// 72 KiB at d = 64, 144 KiB at d = 128 (supports checks the device's limit).
+// 72, 108, 144 and 216 KiB at d = 64, 96, 128, 192 (supports checks the device's limit).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "common/cuda_check.h"
 #include "common/dtype.cuh"
@@ -71,6 +73,20 @@ constexpr int smem_bytes() {
   return (kRows + 2 * kStages * kBc) * kHeadDim * 2;
 }
 
+// Calls f with the head dim as a compile-time constant: d in {64, 96, 128, 192} (supports).
+template <typename F>
+void with_head_dim(int64_t d, F&& f) {
+  if (d == 64) {
+    f(std::integral_constant<int, 64>{});
+  } else if (d == 96) {
+    f(std::integral_constant<int, 96>{});
+  } else if (d == 128) {
+    f(std::integral_constant<int, 128>{});
+  } else {
+    f(std::integral_constant<int, 192>{});
+  }
+}
+
 // ldmatrix x4 of a 16 x 16 A fragment: rows r0.. of a row-major tile of n columns, columns c0..
 // (lanes 0-15 give rows r0 + lane % 16 at c0, lanes 16-31 the same rows at c0 + 8).
 __device__ __forceinline__ void load_a(uint32_t (&a)[4], uint32_t tile, int n, int r0, int c0) {
@@ -96,18 +112,22 @@ __device__ __forceinline__ void load_b_trans(uint32_t (&b)[4], uint32_t tile, in
 }
 
 // The cp.async copies of one K or V tile: kBc rows of a row-major global tile (rows `stride`
-// elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step; a thread keeps its
-// chunk of the row and steps kThreads / (d / 8) rows. Rows >= `valid` (past n) are zero-filled
-// (0 source bytes, read from row 0, which exists): zero keys give finite scores, which the mask
-// hides, and zero values add nothing.
+// elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step, d / 8 of them a
+// row. Rows >= `valid` (past n) are zero-filled (0 source bytes, read from row 0, which exists):
+// zero keys give finite scores, which the mask hides, and zero values add nothing.
 template <typename T, int kHeadDim>
 __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t stride,
                                              int valid) {
+  // A thread keeps its chunk of the row and steps kRowsPerStep rows. Where d / 8 does not divide
+  // the threads (d = 96, 192), the threads past the last whole row copy nothing and the last
+  // step is partial.
   constexpr int kChunks = kHeadDim / 8, kRowsPerStep = kThreads / kChunks;
+  constexpr bool kWhole = kThreads % kChunks == 0 && kBc % kRowsPerStep == 0;
   const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks * 8;
 #pragma unroll
-  for (int step = 0; step < kBc / kRowsPerStep; ++step) {
+  for (int step = 0; step < (kBc + kRowsPerStep - 1) / kRowsPerStep; ++step) {
     const int r = r0 + step * kRowsPerStep;
+    if (!kWhole && (r0 >= kRowsPerStep || r >= kBc)) continue;
     const bool in = r < valid;
     ptx::cp_async::copy_16(dst + swizzle::byte_offset(r, c, kHeadDim),
                            src + (in ? r * stride : 0) + c, in ? 16 : 0);
@@ -227,10 +247,12 @@ __global__ void __launch_bounds__(kThreads)
   float row_sum[2] = {0.f, 0.f};              // this lane's part of l (the quad adds at the end)
 
   // Q's A fragments, once: group 0 has landed (this thread's copies; the barrier: everyone's).
-  uint32_t rQ[kKSteps][4];
+  // At d = 192 they would not fit beside O's 96 accumulators: read from sQ at every tile instead.
+  constexpr bool kQInRegisters = kD <= 128;
+  uint32_t rQ[kQInRegisters ? kKSteps : 1][4];
   ptx::cp_async::wait_group<kStages - 2>();
   __syncthreads();
-  if (active) {
+  if (active && kQInRegisters) {
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) load_a(rQ[kk], aQ, kD, 16 * warp, 16 * kk);
   }
@@ -255,12 +277,19 @@ __global__ void __launch_bounds__(kThreads)
     }
 #pragma unroll
     for (int kk = 0; kk < kKSteps; ++kk) {
+      uint32_t aq[4];
+      if constexpr (kQInRegisters) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) aq[i] = rQ[kk][i];
+      } else {
+        load_a(aq, aQ, kD, 16 * warp, 16 * kk);
+      }
 #pragma unroll
       for (int np = 0; np < kSTiles / 2; ++np) {
         uint32_t bk[4];
         load_b(bk, aK + stage, kD, 16 * np, 16 * kk);
-        ptx::mma_m16n8k16<T>(rS[2 * np], rQ[kk], {bk[0], bk[1]}, rS[2 * np]);
-        ptx::mma_m16n8k16<T>(rS[2 * np + 1], rQ[kk], {bk[2], bk[3]}, rS[2 * np + 1]);
+        ptx::mma_m16n8k16<T>(rS[2 * np], aq, {bk[0], bk[1]}, rS[2 * np]);
+        ptx::mma_m16n8k16<T>(rS[2 * np + 1], aq, {bk[2], bk[3]}, rS[2 * np + 1]);
       }
     }
 
@@ -377,7 +406,9 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const AttnParams p, const float* part_o, const float* part_lse, int splits) {
-  constexpr int kCols = kHeadDim / 32;  // 2 or 4
+  // Columns a lane: d / 32 rounded up to even (whole 4-byte pairs): 2, 4, 4, 6 at d = 64, 96,
+  // 128, 192; at d = 96 lanes 0-23 hold the row.
+  constexpr int kCols = (kHeadDim / 32 + 1) / 2 * 2;
   const int64_t rows = p.batch * p.heads_q * p.seqlen_q;
   const int64_t row = int64_t{blockIdx.x} * (kThreads / 32) + threadIdx.x / 32;
   if (row >= rows) return;  // warp-uniform
@@ -394,7 +425,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int x = 16; x > 0; x /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, x);
   const float lse = sum == 0.f ? -INFINITY : m + logf(sum);
   float acc[kCols] = {};
-  for (int s = 0; s < splits && sum != 0.f; ++s) {
+  const bool holds = kCols * lane < kHeadDim;
+  for (int s = 0; s < splits && sum != 0.f && holds; ++s) {
     const float lse_s = part_lse[s * rows + row];
     if (lse_s == -INFINITY) continue;
     const float w = expf(lse_s - lse);
@@ -407,15 +439,15 @@ __global__ void __launch_bounds__(kThreads)
   T* o = static_cast<T*>(p.o) + b * p.o_stride.batch + h * p.o_stride.head +
          pos * p.o_stride.row + kCols * lane;
 #pragma unroll
-  for (int c = 0; c < kCols; c += 2) {
+  for (int c = 0; c < kCols && holds; c += 2) {
     *reinterpret_cast<uint32_t*>(o + c) = pack2<T>(acc[c], acc[c + 1]);
   }
   if (p.lse != nullptr && lane == 0) p.lse[row] = lse;
 }
 
 std::string supports(const AttnParams& p) {
-  if (p.head_dim != 64 && p.head_dim != 128) {
-    return "head_dim must be 64 or 128 (got " + std::to_string(p.head_dim) + ")";
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 192) {
+    return "head_dim must be 64, 96, 128 or 192 (got " + std::to_string(p.head_dim) + ")";
   }
   const int64_t g = p.heads_q / p.heads_kv;
   if (p.seqlen_q > kRows || g > kRows || p.seqlen_q * g > kRows) {
@@ -432,7 +464,8 @@ std::string supports(const AttnParams& p) {
   }
   if (p.batch > 65535) return "B must be <= 65535 (the grid's z dimension)";
   if (p.heads_kv > 65535) return "H_kv must be <= 65535 (the grid's y dimension)";
-  const int smem = p.head_dim == 64 ? smem_bytes<64>() : smem_bytes<128>();
+  int smem = 0;
+  with_head_dim(p.head_dim, [&](auto d) { smem = smem_bytes<decltype(d)::value>(); });
   int device = 0, max_smem = 0;
   if (cudaGetDevice(&device) == cudaSuccess &&
       cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
@@ -500,7 +533,7 @@ int64_t workspace(const AttnParams& p) {
   int splits = 1;
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    splits = p.head_dim == 64 ? splits_for<T, 64>(p) : splits_for<T, 128>(p);
+    with_head_dim(p.head_dim, [&](auto d) { splits = splits_for<T, decltype(d)::value>(p); });
   });
   return split_workspace_bytes(splits, p.batch, p.heads_q, p.seqlen_q, p.head_dim);
 }
@@ -531,11 +564,7 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
 void launch(const AttnParams& p, cudaStream_t stream) {
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    if (p.head_dim == 64) {
-      launch_typed<T, 64>(p, stream);
-    } else {
-      launch_typed<T, 128>(p, stream);
-    }
+    with_head_dim(p.head_dim, [&](auto d) { launch_typed<T, decltype(d)::value>(p, stream); });
   });
 }
 

@@ -170,8 +170,9 @@ class KvCacheGpuTestCase(unittest.TestCase):
 
 
 class Paged(KvCacheGpuTestCase):
-    # (B, H_q, H_kv, d): GQA 32/8, 16/2 and 6/2, MHA, MQA
-    HEADS = [(4, 32, 8, 128), (3, 16, 2, 128), (5, 6, 2, 64), (2, 8, 8, 128), (3, 16, 1, 64)]
+    # (B, H_q, H_kv, d): GQA 32/8, 16/2, 6/2 and 12/4, MHA, MQA; d = 64, 96, 128, 192
+    HEADS = [(4, 32, 8, 128), (3, 16, 2, 128), (5, 6, 2, 64), (2, 8, 8, 128), (3, 16, 1, 64),
+             (3, 12, 4, 96), (2, 16, 4, 192)]
 
     def test_cases(self):
         rng = random.Random(SEED)
