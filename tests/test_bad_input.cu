@@ -141,7 +141,8 @@ int64_t base_seqlen_q(const fl::KernelInfo& k) {
 bool claims_head_dim(const fl::KernelInfo& k, int64_t d) {
   if (k.number == 0) return d % 8 == 0;
   if (k.number >= FL_SERVING_FIRST_RUNG) return d == 64 || d == 96 || d == 128 || d == 192;
-  // 16, 24 and up (the FP8 rung, 28, is rung 27's contract in e4m3).
+  // Rung 27 runs d = 96 and 192 as 128 and 256; 16, 24-26 and the FP8 rung, 28, do not.
+  if (k.number == 27) return d == 64 || d == 96 || d == 128 || d == 192 || d == 256;
   if (k.number == 16 || k.number >= 24) return d == 64 || d == 128 || d == 256;
   if (k.number >= 17 && k.number <= 23) return d == 128;  // the Hopper rungs before the contract
   return d == 64 || d == 128;

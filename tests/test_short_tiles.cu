@@ -198,6 +198,48 @@ TEST(ShortTiles, ContractRungsPassAtEveryEdge) {
   if (rungs == 0) GTEST_SKIP() << "rungs 24-27 are not in this build (FL_KERNELS, FL_HOPPER)";
 }
 
+// Rung 27 at d = 96, which it runs as 128 with TMA's zero fill past 96, and at d = 192 (tiles of
+// 80 keys, as d = 256's): its own edges at those tiles (a last query tile of 1 row, a last KV tile of 1 key, one more of each,
+// causal rows and items that see no key, the narrow first visit), both layouts (in BNHD a column
+// stored past d would land in the next head's row), GQA, the LSE.
+TEST(ShortTiles, Rung27TakesHeadDims96And192) {
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k = fl::find_kernel("27");
+  if (k == nullptr) GTEST_SKIP() << "rung 27 is not in this build (FL_KERNELS, FL_HOPPER)";
+  fl::CublasHandle cublas;
+  int ran = 0;
+  for (fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (int64_t d : {96, 192}) {
+      const fl::TileShape tile = k->tile(fl::make_params(t, 1, 1, 1, 1, d));
+      const int64_t br = tile.br, bc = tile.bc;
+      for (fl::Layout layout : {fl::Layout::BHND, fl::Layout::BNHD}) {
+        const std::string ty = std::string(fl::to_string(t)) + "_d" + std::to_string(d) +
+                               (layout == fl::Layout::BHND ? "_bhnd_" : "_bnhd_");
+        std::vector<Case> all = {
+            {ty + "one_row_one_key", spec(t, d, 1, 1, false)},
+            {ty + "last_q_tile_1_kv_tile_1", spec(t, d, br + 1, bc + 1, false)},
+            {ty + "whole_tiles", spec(t, d, 2 * br, 2 * bc, false)},
+            {ty + "last_q_tile_64_kv_tile_16", spec(t, d, br + 64, 2 * bc + 16, false)},
+            {ty + "causal_n_plus_1", spec(t, d, 2 * br + 1, 2 * br + 1, true)},
+            {ty + "causal_items_see_no_key", spec(t, d, 2 * br + 5, 3, true)},
+            {ty + "causal_nk_above_nq", spec(t, d, 300, 1000, true)},
+        };
+        for (Case& c : all) {
+          c.spec.layout = layout;
+          const std::string why = fl::why_unsupported(*k, fl::Problem(c.spec).params());
+          if (why.find("compute capability") != std::string::npos) {
+            GTEST_SKIP() << k->name() << " needs compute capability 9.0: " << why;
+          }
+          ASSERT_EQ(why, "") << c.name;
+          expect_passes(*k, c, cublas);
+          ++ran;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ran, 2 * 2 * 2 * 7);
+}
+
 // The ragged query tile among many items a block, on rungs 24-27: 128 heads (GQA, 16 over 4,
 // B = 8) of three query tiles, the ragged one (rung 24: a head's last; rungs 25-27: its first,
 // the tiles counted from its last row) of 1 row (only the first consumer has a row of it) or of

@@ -14,7 +14,8 @@
 //               TMA's zero fill (not in an item of one visit, whose last P.V reads the whole tile)
 // expect:    a length one above a tile multiple closer to its N than on rung 26, 0-7% slower
 //            than N (measured); whole items as rung 26
-// supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
+// supports:  fp16, bf16; d in {64, 96, 128, 192, 256} (96 runs as 128, the columns past 96
+//            zero); any Nq, Nk >= 1 (up to 2^30); causal or not; GQA;
 //            LSE output; any scale; strides (16-byte multiples below 2^40 bytes: TMA's rules);
 //            compute capability 9.0 only
 // doc:       docs/kernels/27_final_hopper.md (its notebook: docs/notebooks/27_final_hopper.md)
@@ -95,7 +96,9 @@ struct Config {
   // while two are in their softmax. A consumer's O, S and P (32 + 64 + 32 registers) fit in 160.
   static constexpr int kConsumers = kHeadDim == 64 ? 3 : 2;
   static constexpr int kBr = 64 * kConsumers;
-  static constexpr int kBc = kHeadDim == 256 ? 80 : 128;
+  // d = 192 and 256: 80 keys a KV tile, so that two stages of K and V (and Q and O's buffer at
+  // d = 192) fit in 227 KiB.
+  static constexpr int kBc = kHeadDim >= 192 ? 80 : 128;
   static constexpr int kStages = kRingStages;
   // Each consumer visits only the tiles its own 64 rows see, where those can be fewer than the
   // item's: where the item's rows are not a KV tile's length (d = 64: 192 rows over 128 keys;
@@ -503,7 +506,7 @@ __device__ __forceinline__ void consumer(const AttnParams& p, const Schedule& sc
       for (int r = 0; r < 2; ++r) {
         const int row = row0 + 8 * r;
         if (row >= w.q1) continue;  // past the item's rows: the next item's
-        for (int blk = 0; blk < kHeadDim / 8; ++blk) {
+        for (int blk = 0; blk < kHeadDim / 8 && 8 * blk < p.head_dim; ++blk) {
           *reinterpret_cast<Pair*>(gO + row * p.o_stride.row + 8 * blk + 2 * quad) =
               TypeTraits<T>::from_float2(0.f, 0.f);
         }
@@ -715,18 +718,26 @@ __global__ void __launch_bounds__(Config<kHeadDim>::kThreads, 1)
   }
 }
 
-// Calls f with std::integral_constant<int, d> for the head dims this rung compiles.
+// Calls f with std::integral_constant<int, D> for the head dim the call runs at, D the tiles'
+// columns. d = 96 runs as 128: the tensor maps keep the call's d, so TMA fills columns 96 .. 127
+// of every Q, K and V tile with zeros (they add nothing to S, and O's columns there are P times
+// zero) and leaves them out of O's stores; the work is d = 128's. d = 192 is three boxes of 64
+// columns, compiled as it is.
 template <typename F>
 void dispatch_head_dim(int64_t d, F&& f) {
   switch (d) {
     case 64: f(std::integral_constant<int, 64>{}); break;
+    case 96:
     case 128: f(std::integral_constant<int, 128>{}); break;
+    case 192: f(std::integral_constant<int, 192>{}); break;
     case 256: f(std::integral_constant<int, 256>{}); break;
-    default: throw UnsupportedError("27_final_hopper: head_dim must be 64, 128 or 256");
+    default: throw UnsupportedError("27_final_hopper: head_dim must be 64, 96, 128, 192 or 256");
   }
 }
 
-bool supported_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
+bool supported_head_dim(int64_t d) {
+  return d == 64 || d == 96 || d == 128 || d == 192 || d == 256;
+}
 
 // The tile of the call's head dim (Config); rung 23's 128 x 128 for a head dim the rung refuses.
 TileShape tile(const AttnParams& p) {
@@ -742,7 +753,7 @@ TileShape tile(const AttnParams& p) {
 
 std::string supports(const AttnParams& p) {
   if (!supported_head_dim(p.head_dim)) {
-    return "head_dim must be 64, 128 or 256 (got " + std::to_string(p.head_dim) + ")";
+    return "head_dim must be 64, 96, 128, 192 or 256 (got " + std::to_string(p.head_dim) + ")";
   }
   std::string why = tma_rules("Q", p.q_stride, p.seqlen_q);
   if (why.empty()) why = tma_rules("K", p.k_stride, p.seqlen_k);
@@ -776,23 +787,24 @@ void launch(const AttnParams& p, cudaStream_t stream) {
       FL_CUDA_CHECK(cudaGetDevice(&device));
       FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
       const unsigned blocks = static_cast<unsigned>(sms < sched.units ? sms : sched.units);
-      const CUtensorMap tmQ = make_tensor_map_4d(p.q, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
-                                                 p.q_stride, C::kBr);
-      const CUtensorMap tmK = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
-                                                 p.k_stride, C::kBc);
-      const CUtensorMap tmV = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv, p.batch,
-                                                 p.v_stride, C::kBc);
-      const CUtensorMap tmKNarrow = make_tensor_map_4d(p.k, kHeadDim, p.seqlen_k, p.heads_kv,
-                                                       p.batch, p.k_stride, kNarrowKeys);
-      const CUtensorMap tmVNarrow = make_tensor_map_4d(p.v, kHeadDim, p.seqlen_k, p.heads_kv,
-                                                       p.batch, p.v_stride, kNarrowKeys);
-      const CUtensorMap tmO = make_tensor_map_4d(p.o, kHeadDim, p.seqlen_q, p.heads_q, p.batch,
-                                                 p.o_stride, 64);
+      const int64_t d = p.head_dim;  // the maps' columns: the call's d, not the tiles'
+      const CUtensorMap tmQ =
+          make_tensor_map_4d(p.q, d, p.seqlen_q, p.heads_q, p.batch, p.q_stride, C::kBr);
+      const CUtensorMap tmK =
+          make_tensor_map_4d(p.k, d, p.seqlen_k, p.heads_kv, p.batch, p.k_stride, C::kBc);
+      const CUtensorMap tmV =
+          make_tensor_map_4d(p.v, d, p.seqlen_k, p.heads_kv, p.batch, p.v_stride, C::kBc);
+      const CUtensorMap tmKNarrow =
+          make_tensor_map_4d(p.k, d, p.seqlen_k, p.heads_kv, p.batch, p.k_stride, kNarrowKeys);
+      const CUtensorMap tmVNarrow =
+          make_tensor_map_4d(p.v, d, p.seqlen_k, p.heads_kv, p.batch, p.v_stride, kNarrowKeys);
+      const CUtensorMap tmO =
+          make_tensor_map_4d(p.o, d, p.seqlen_q, p.heads_q, p.batch, p.o_stride, 64);
       // O cut at the end of a head's first query tile, rows [0, Nq - (Tq - 1) Br): the store of
       // that ragged tile's rows (schedule.cuh, work_of).
       const int64_t first_rows = p.seqlen_q - int64_t{sched.q_tiles - 1} * C::kBr;
-      const CUtensorMap tmOFirst = make_tensor_map_4d(p.o, kHeadDim, first_rows, p.heads_q,
-                                                      p.batch, p.o_stride, 64);
+      const CUtensorMap tmOFirst =
+          make_tensor_map_4d(p.o, d, first_rows, p.heads_q, p.batch, p.o_stride, 64);
       attention_kernel<T, kHeadDim><<<blocks, C::kThreads, C::kSmemBytes, stream>>>(
           p, sched, tmQ, tmK, tmV, tmKNarrow, tmVNarrow, tmO, tmOFirst);
     });
