@@ -10,7 +10,7 @@
 // The fix. Store logical 16-byte chunk c of row r at physical chunk c ^ (r % 8). The XOR only
 // touches the low 3 bits of the chunk index, so it permutes chunks inside each group of 8 and works
 // for any multiple of 8 chunks per row (d = 64, 128, 192, 256); rows of 12 (d = 96) take a
-// variant, below chunk(). The 8 elements inside a chunk keep their order,
+// variant, explained above chunk() below. The 8 elements inside a chunk keep their order,
 // so a 16-byte access (cp.async, ldmatrix row, 128-bit store) stays one contiguous 16 bytes.
 //
 // Bank group (= (byte offset / 16) % 8, i.e. banks 4g..4g+3) that holds logical chunk 0 of rows
@@ -27,7 +27,9 @@
 //      logical chunks share a physical slot, nothing is lost;
 //   2. any 8 consecutive rows reading the same logical chunk hit 8 distinct 16-byte bank groups;
 //   3. a warp writing whole rows with 16-byte stores (2 rows of 16 chunks, or 4 rows of 8) still
-//      covers 8 distinct groups per phase of 8 lanes, since a row is a permutation of its chunks.
+//      covers 8 distinct groups per phase of 8 lanes, since a row is a permutation of its chunks;
+//      with 12 or 24 chunks a row, a phase that spans two rows takes the last chunks of one and
+//      the first of the next, which land in opposite halves of the 8 groups (tested).
 #pragma once
 
 namespace fl::swizzle {
@@ -40,9 +42,10 @@ constexpr int kChunkBytes = 16;  // one cp.async / ldmatrix row / 128-bit access
 //
 // Rows of 12 chunks (192 bytes) start alternately on a line and half-way through one: the bank
 // group of row r's chunk c is (4 (r % 2) + c) % 8 before the swizzle, so 8 rows reading the same
-// chunk land in 2 groups. The XOR there takes (r / 2) % 4, which permutes the chunks inside each
-// group of 4 (12 = 3 x 4: still a bijection of the row); with the half-line offset, the pair
-// (r % 2, (r / 2) % 4) differs for any 8 consecutive rows: 8 distinct groups again.
+// chunk land in 2 groups. The XOR there takes k = (r / 2) % 4, which permutes the chunks inside
+// each group of 4 (12 = 3 x 4: still a bijection of the row). The group of chunk c becomes
+// ((c % 4) ^ k) + 4 ((r % 2) ^ ((c / 4) % 2)): its low bits follow r / 2 and its high bit r % 2,
+// so for any c, 8 consecutive rows hit 8 distinct groups again.
 __host__ __device__ constexpr int chunk(int row, int chunk, int row_chunks = 8) {
   return row_chunks % 8 == 0 ? chunk ^ (row % 8) : chunk ^ (row / 2 % 4);
 }
