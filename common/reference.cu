@@ -182,13 +182,20 @@ __global__ void add_to_kv_heads(float* dst, const float* src, int64_t first, int
 
 }  // namespace
 
+int64_t reference_chunk_pairs(int64_t pairs, int64_t nq, int64_t nk, int64_t d, bool backward,
+                              int64_t budget_bytes) {
+  const int64_t floats = backward ? 2 * nq * nk + 3 * nq * d + 4 * nk * d + nq
+                                  : nq * nk + nq * d + 2 * nk * d;
+  const int64_t per_pair = floats * static_cast<int64_t>(sizeof(float));
+  return std::max<int64_t>(1, std::min<int64_t>(pairs, budget_bytes / per_pair));
+}
+
 void reference_attention(const AttnParams& p, RefPrecision precision, float* o_ref,
                          float* lse_ref, cublasHandle_t handle, cudaStream_t stream) {
   const int64_t pairs = p.batch * p.heads_q, group = p.heads_q / p.heads_kv;
   const int64_t nq = p.seqlen_q, nk = p.seqlen_k, d = p.head_dim;
-  // Heads per chunk: keep the fp32 score block under about 1 GiB.
-  const int64_t per_pair = nq * nk * static_cast<int64_t>(sizeof(float));
-  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(pairs, (int64_t{1} << 30) / per_pair));
+  const int64_t per_pair = nq * nk * static_cast<int64_t>(sizeof(float));  // S's bytes a pair
+  const int64_t chunk = reference_chunk_pairs(pairs, nq, nk, d, /*backward=*/false);
   DeviceBuffer q32(chunk * nq * d * sizeof(float)), k32(chunk * nk * d * sizeof(float)),
       v32(chunk * nk * d * sizeof(float)), s32(chunk * per_pair);
   FL_CUBLAS_CHECK(cublasSetStream(handle, stream));
@@ -265,10 +272,8 @@ void reference_backward(const BwdParams& bp, RefPrecision precision, float* dq, 
   }
   const int64_t pairs = p.batch * p.heads_q, group = p.heads_q / p.heads_kv;
   const int64_t nq = p.seqlen_q, nk = p.seqlen_k, d = p.head_dim;
-  // Pairs per chunk: P and dP, two fp32 score blocks, under about 1 GiB together.
-  const int64_t per_pair = nq * nk * static_cast<int64_t>(sizeof(float));
-  const int64_t chunk =
-      std::max<int64_t>(1, std::min<int64_t>(pairs, (int64_t{1} << 29) / per_pair));
+  const int64_t per_pair = nq * nk * static_cast<int64_t>(sizeof(float));  // P's bytes a pair
+  const int64_t chunk = reference_chunk_pairs(pairs, nq, nk, d, /*backward=*/true);
   const size_t fq = sizeof(float) * chunk * nq * d, fk = sizeof(float) * chunk * nk * d;
   DeviceBuffer q32(fq), o32(fq), do32(fq), k32(fk), v32(fk), dk_h(fk), dv_h(fk),
       p32(chunk * per_pair), dp32(chunk * per_pair), dsum(sizeof(float) * chunk * nq);

@@ -25,6 +25,15 @@ enum class RefPrecision {
                 // softmax, as an unfused implementation that stores S in that dtype does
 };
 
+// The (batch, query head) pairs the GPU references take a chunk: as many as keep the chunk's fp32
+// buffers under `budget_bytes` (at least one pair, at most `pairs`). The forward's buffers a pair:
+// S (Nq x Nk) and Q, K, V gathered (Nq x d, 2 Nk x d); the backward's: P and dP (2 Nq x Nk), Q,
+// O, dO (3 Nq x d), K, V and dK, dV partials (4 Nk x d) and D (Nq). At decode shapes the K and V
+// copies, not S, are what is large (Nq = 1, Nk = 32768: 32 MiB of K and V a pair at d = 128,
+// 128 KiB of S).
+int64_t reference_chunk_pairs(int64_t pairs, int64_t nq, int64_t nk, int64_t d, bool backward,
+                              int64_t budget_bytes = int64_t{1} << 30);
+
 // Writes O as fp32 in contiguous [B, H_q, Nq, d] layout to `o_ref`, and, if `lse_ref` is not
 // null, the natural-log LSE [B, H_q, Nq] (-inf for a row that sees no key). Reads p.q, p.k, p.v
 // with p's strides (and, for e4m3 inputs, the host descale factors, copied to the device here).

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -53,6 +54,38 @@ std::vector<Case> cases() {
           {"fp16_causal_nq_gt_nk", spec(DType::f16, 1, 2, 2, 40, 24, 64, true, Layout::BHND)},
           {"fp16_gqa_bnhd", spec(DType::f16, 2, 4, 2, 33, 65, 128, false, Layout::BNHD)},
           {"bf16_d256_len1", spec(DType::bf16, 1, 1, 1, 1, 1, 256, false, Layout::BHND)}};
+}
+
+// The chunk rule (CPU): the buffers of a chunk stay under the budget and the chunk is the largest
+// that does, at a decode shape (where the K and V copies, not S, are large: sized by S alone, a
+// chunk of B = 64 x 32 heads at Nk = 32768 asked for 64 GiB) and a prefill one; at least one pair.
+TEST(Reference, ChunksStayUnderTheBudget) {
+  const int64_t budget = int64_t{1} << 30;
+  struct Shape {
+    int64_t pairs, nq, nk, d;
+  };
+  for (bool backward : {false, true}) {
+    for (const Shape& s : {Shape{64 * 32, 1, 32768, 128}, Shape{64 * 32, 16, 131072, 192},
+                           Shape{16 * 16, 4096, 4096, 128}, Shape{8, 16384, 16384, 256}}) {
+      SCOPED_TRACE(std::string(backward ? "backward" : "forward") + " pairs " +
+                   std::to_string(s.pairs) + " Nq " + std::to_string(s.nq) + " Nk " +
+                   std::to_string(s.nk) + " d " + std::to_string(s.d));
+      const int64_t floats = backward ? 2 * s.nq * s.nk + 3 * s.nq * s.d + 4 * s.nk * s.d + s.nq
+                                      : s.nq * s.nk + s.nq * s.d + 2 * s.nk * s.d;
+      const int64_t per_pair = 4 * floats;
+      const int64_t c = fl::reference_chunk_pairs(s.pairs, s.nq, s.nk, s.d, backward);
+      ASSERT_GE(c, 1);
+      ASSERT_LE(c, s.pairs);
+      if (per_pair <= budget) {
+        EXPECT_LE(c * per_pair, budget);
+        if (c < s.pairs) EXPECT_GT((c + 1) * per_pair, budget) << "not the largest chunk";
+      } else {
+        EXPECT_EQ(c, 1) << "one pair over the budget still runs, alone";
+      }
+    }
+  }
+  // Decode, B = 64, 32 query heads, Nk = 32768, d = 128: 33.7 MB a pair (K and V), 31 pairs.
+  EXPECT_EQ(fl::reference_chunk_pairs(2048, 1, 32768, 128, false), 31);
 }
 
 TEST(Reference, CublasMatchesFloat64) {
