@@ -296,6 +296,38 @@ def check_cache_seqlens_int(n, capacity):
     return n
 
 
+def check_kv_append(kv, k_cache, k, v, has_lengths):
+    """Checks the new keys and values of a call that appends them (FlashAttention's k=, v=):
+    TensorSpecs k and v [B, N_new, H_kv, d] of k_cache's dtype and device, N_new >= 1 and at most
+    the cache's capacity, both given or neither, and cache_seqlens given (where each sequence's
+    new keys go). kv is the checked KvCacheProblem. Returns N_new (0 without them)."""
+    if (k is None) != (v is None):
+        _fail_kv("k and v (the new keys and values) go together: give both or neither")
+    if k is None:
+        return 0
+    p = kv.problem
+    want = f"[B, N_new, H_kv, d] = [{p.batch}, N_new >= 1, {p.heads_kv}, {p.head_dim}]"
+    for name, t in (("k", k), ("v", v)):
+        shape = tuple(t.shape)
+        if len(shape) != 4 or shape[0] != p.batch or shape[2] != p.heads_kv or \
+                shape[3] != p.head_dim or shape[1] < 1:
+            _fail_kv(f"{name} must be {want}, got {shape}")
+        if t.dtype != k_cache.dtype:
+            _fail_kv(f"{name} must have k_cache's dtype ({k_cache.dtype}), got {t.dtype}",
+                     TypeError)
+        if str(t.device) != str(k_cache.device):
+            _fail_kv(f"{name} must be on k_cache's device ({k_cache.device}), got {t.device}")
+    if tuple(k.shape) != tuple(v.shape):
+        _fail_kv(f"k and v must have the same shape, got {tuple(k.shape)} and {tuple(v.shape)}")
+    if not has_lengths:
+        _fail_kv("appending k and v needs cache_seqlens: each sequence's new keys go after its "
+                 "first cache_seqlens[b]")
+    if k.shape[1] > p.seqlen_k:
+        _fail_kv(f"k and v hold {k.shape[1]} new keys a sequence, more than the cache's "
+                 f"capacity ({p.seqlen_k})")
+    return k.shape[1]
+
+
 def check_kvcache_call(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
                        causal=True, scale=None, allow_meta=False):
     """Checks attention_with_kvcache's arguments (TensorSpecs; cache_seqlens and block_table may

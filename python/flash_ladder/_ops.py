@@ -403,11 +403,32 @@ torch.library.register_autograd("flash_ladder::attention_with_kvcache", _kvcache
                                 setup_context=_kvcache_setup_context)
 
 
+def _append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table):
+    """Writes k and v [B, N_new, H_kv, d] into the cache after each sequence's first
+    cache_seqlens[b] keys, in place: rows cache_seqlens[b] .. + N_new - 1 of sequence b (through
+    block_table's pages when given). torch's indexing on the device, no host synchronisation: a
+    row past the capacity, or a page number outside the pool, is a device-side index error."""
+    n_new = k.shape[1]
+    pos = cache_seqlens.to(torch.int64).unsqueeze(1) + torch.arange(n_new, device=k.device)
+    if block_table is None:
+        seq = torch.arange(k.shape[0], device=k.device).unsqueeze(1).expand_as(pos)
+        k_cache[seq, pos] = k
+        v_cache[seq, pos] = v
+    else:
+        page_size = k_cache.shape[1]
+        page = torch.gather(block_table, 1, pos // page_size).to(torch.int64)
+        row = pos % page_size
+        k_cache[page, row] = k
+        v_cache[page, row] = v
+
+
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None,
-                           causal=True, softmax_scale=None, return_lse=False, kernel="best"):
+                           causal=True, softmax_scale=None, return_lse=False, kernel="best",
+                           k=None, v=None):
     """Attention of a few new query rows against a K/V cache, paged or not: the decode step of
-    serving. Shaped like FlashAttention's flash_attn_with_kvcache (its cache arguments, without
-    the new keys to append, rotary or windows), so that a caller can switch.
+    serving. Shaped like FlashAttention's flash_attn_with_kvcache (its cache arguments and the
+    new keys to append, k= and v=; no rotary or windows), so that a caller can switch (by
+    keyword: FlashAttention's positional order puts k and v after v_cache).
 
     q: [B, Nq, H_q, d], float16 or bfloat16 on a CUDA device (the [B, N, H, d] layout; any
     strides with a contiguous last dimension that the library takes).
@@ -424,6 +445,13 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     a page number outside the pool is undefined behaviour, as in FlashAttention (the kernel
     clamps the lengths so that it reads nothing out of bounds). A sequence of 0 keys gives
     O = 0 and LSE = -inf.
+    k, v: the new keys and values, [B, N_new, H_kv, d] of the cache's dtype, or None (both or
+    neither). Given, they are written into k_cache and v_cache in place after each sequence's
+    first cache_seqlens[b] keys (cache_seqlens required), and the attention runs over
+    cache_seqlens[b] + N_new keys; cache_seqlens itself is not changed (the caller advances it).
+    cache_seqlens[b] + N_new must fit the capacity: the write is torch's indexing on the device,
+    and a row past the capacity or a page outside the pool stops it with a device-side index
+    error (no host check: a decode loop stays free of synchronisation).
     causal: bottom-right per sequence (query i of sequence b sees key j iff
     j <= i + cache_seqlens[b] - Nq: the new tokens are the last of the sequence). softmax_scale:
     None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 39
@@ -455,13 +483,28 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
         raise TypeError(f"flash_ladder.attention_with_kvcache: return_lse must be a bool, got "
                         f"{return_lse!r}")
     number = _layout.kernel_arg(kernel)
+    for name, t in (("k", k), ("v", v)):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"flash_ladder.attention_with_kvcache: {name} must be a "
+                            f"torch.Tensor [B, N_new, H_kv, d] or None, got {type(t).__name__}")
+    n_int = None
     if cache_seqlens is not None and not isinstance(cache_seqlens, torch.Tensor):
         # An int: the same length for every sequence, as a tensor on q's device (checked first
         # against the capacity, which the checks of the tensors give).
         kv = _kvcache_problem(q, k_cache, v_cache, None, block_table, causal, softmax_scale,
                               allow_meta=q.device.type == "meta")
-        n = _layout.check_cache_seqlens_int(cache_seqlens, kv.problem.seqlen_k)
-        cache_seqlens = torch.full((kv.problem.batch,), n, dtype=torch.int32, device=q.device)
+        n_int = _layout.check_cache_seqlens_int(cache_seqlens, kv.problem.seqlen_k)
+        cache_seqlens = torch.full((kv.problem.batch,), n_int, dtype=torch.int32, device=q.device)
+    if k is not None or v is not None:
+        kv = _kvcache_problem(q, k_cache, v_cache, cache_seqlens, block_table, causal,
+                              softmax_scale, allow_meta=q.device.type == "meta")
+        n_new = _layout.check_kv_append(kv, spec(k_cache), _optional_spec(k), _optional_spec(v),
+                                        cache_seqlens is not None)
+        if n_int is not None and n_int + n_new > kv.problem.seqlen_k:
+            _layout._fail_kv(f"cache_seqlens ({n_int}) and the {n_new} new keys of k and v must "
+                             f"fit the cache's capacity ({kv.problem.seqlen_k})")
+        _append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table)
+        cache_seqlens = cache_seqlens + n_new  # a new tensor: the caller's lengths stay
     o, lse = torch.ops.flash_ladder.attention_with_kvcache(
         q, k_cache, v_cache, cache_seqlens, block_table, causal,
         None if softmax_scale is None else float(softmax_scale), number, return_lse)

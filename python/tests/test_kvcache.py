@@ -143,6 +143,38 @@ class Checks(unittest.TestCase):
             with self.subTest(pattern):
                 self.assert_refused(exc, pattern, **kw)
 
+    def test_new_keys_to_append(self):
+        # k and v [B, N_new, H_kv, d] (FlashAttention's k=, v=): checked against the cache.
+        kv = call(lens=LENS, table=TABLE)
+        new = dense((2, 3, 2, 128))
+        self.assertEqual(_layout.check_kv_append(kv, dense((10, 64, 2, 128)), new, new, True), 3)
+        self.assertEqual(_layout.check_kv_append(kv, dense((10, 64, 2, 128)), None, None, True), 0)
+        cases = [
+            (ValueError, "k and v .* go together", dict(k=new, v=None)),
+            (ValueError, "k and v .* go together", dict(k=None, v=new)),
+            (ValueError, r"k must be \[B, N_new, H_kv, d\] = \[2, N_new >= 1, 2, 128\], got "
+                         r"\(3, 3, 2, 128\)", dict(k=dense((3, 3, 2, 128)))),
+            (ValueError, r"v must be \[B, N_new, H_kv, d\].*got \(2, 0, 2, 128\)",
+             dict(v=dense((2, 0, 2, 128)))),
+            (ValueError, r"k must be .*got \(2, 3, 4, 128\)", dict(k=dense((2, 3, 4, 128)))),
+            (ValueError, r"k must be .*got \(2, 3, 256\)", dict(k=dense((2, 3, 256)))),
+            (TypeError, r"v must have k_cache's dtype \(float16\), got bfloat16",
+             dict(v=dense((2, 3, 2, 128), "bfloat16"))),
+            (ValueError, r"k must be on k_cache's device \(cuda:0\), got cuda:1",
+             dict(k=dense((2, 3, 2, 128), device="cuda:1"))),
+            (ValueError, "k and v must have the same shape", dict(v=dense((2, 4, 2, 128)))),
+            (ValueError, "appending k and v needs cache_seqlens", dict(lens=False)),
+            (ValueError, r"k and v hold 300 new keys a sequence, more than the cache's capacity "
+                         r"\(256\)", dict(k=dense((2, 300, 2, 128)), v=dense((2, 300, 2, 128)))),
+        ]
+        for exc, pattern, kw in cases:
+            with self.subTest(pattern):
+                args = dict(k=new, v=new, lens=True)
+                args.update(kw)
+                with self.assertRaisesRegex(exc, "flash_ladder.attention_with_kvcache: " + pattern):
+                    _layout.check_kv_append(kv, dense((10, 64, 2, 128)), args["k"], args["v"],
+                                            args["lens"])
+
     def test_meta_only_where_allowed(self):
         m = dict(device="meta")
         q, k = dense((2, 1, 8, 128), **m), dense((10, 64, 2, 128), **m)

@@ -324,6 +324,114 @@ class DecodeLoop(KvCacheGpuTestCase):
         self.check(o, lse, q, k, v, lens, table, True, None, "an emptied sequence")
 
 
+class Append(KvCacheGpuTestCase):
+    # k= and v= (FlashAttention's new keys): written into the cache after each sequence's
+    # cache_seqlens[b] keys, in place, and attended with cache_seqlens[b] + N_new keys. The
+    # reference writes the same rows by hand and calls without k, v: the cache must then equal
+    # the hand-written one everywhere (no other row touched), O and the LSE bit for bit.
+    def expect_same(self, q, k_cache, v_cache, lens, table, k, v, label, causal=True):
+        kc, vc = k_cache.clone(), v_cache.clone()
+        page = k_cache.shape[1] if table is not None else None
+        for b in range(q.shape[0]):
+            for i in range(k.shape[1]):
+                pos = int(lens[b]) + i
+                if table is None:
+                    kc[b, pos], vc[b, pos] = k[b, i], v[b, i]
+                else:
+                    pg = int(table[b, pos // page])
+                    kc[pg, pos % page], vc[pg, pos % page] = k[b, i], v[b, i]
+        lens_before = lens.clone()
+        o, lse = flash_ladder.attention_with_kvcache(q, k_cache, v_cache, lens, table,
+                                                     causal=causal, return_lse=True, k=k, v=v)
+        o_ref, lse_ref = flash_ladder.attention_with_kvcache(q, kc, vc, lens + k.shape[1], table,
+                                                             causal=causal, return_lse=True)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(lens, lens_before), f"{label}: cache_seqlens was changed")
+        self.assertTrue(torch.equal(k_cache, kc), f"{label}: k_cache is not the hand-written one")
+        self.assertTrue(torch.equal(v_cache, vc), f"{label}: v_cache is not the hand-written one")
+        self.assertTrue(torch.equal(o, o_ref), f"{label}: O differs from the call without k, v")
+        self.assertTrue(torch.equal(lse, lse_ref), f"{label}: LSE differs")
+        # and the result is attention itself, by the harness's reference
+        self.check(o, lse, q, kc, vc, lens + k.shape[1], table, causal, None, label)
+
+    def test_contiguous(self):
+        for n_new, nq in ((1, 1), (5, 5), (7, 2)):
+            k_cache, v_cache = self.randn(3, 300, 2, 128), self.randn(3, 300, 2, 128)
+            lens = torch.tensor([0, 17, 300 - n_new], dtype=torch.int32, device="cuda")
+            q = self.randn(3, nq, 8, 128)
+            k, v = self.randn(3, n_new, 2, 128), self.randn(3, n_new, 2, 128)
+            with self.subTest(n_new=n_new, nq=nq):
+                self.expect_same(q, k_cache, v_cache, lens, None, k, v,
+                                 f"contiguous N_new={n_new} Nq={nq}")
+
+    def test_paged_across_a_page_edge(self):
+        # lengths that put the new keys across a page's end, at a page's start, and at 0
+        k_cache, v_cache, table = paged_cache(3, 2, 96, [70, 200, 1], 64, torch.bfloat16,
+                                              self.gen, max_pages=6)
+        lens = torch.tensor([62, 128, 0], dtype=torch.int32, device="cuda")
+        q = self.randn(3, 4, 6, 96, dtype=torch.bfloat16)
+        k = self.randn(3, 4, 2, 96, dtype=torch.bfloat16)
+        v = self.randn(3, 4, 2, 96, dtype=torch.bfloat16)
+        self.expect_same(q, k_cache, v_cache, lens, table, k, v, "paged, d = 96")
+
+    def test_an_int_length_and_its_capacity(self):
+        k_cache, v_cache = self.randn(2, 64, 1, 64), self.randn(2, 64, 1, 64)
+        q = self.randn(2, 1, 4, 64)
+        k, v = self.randn(2, 3, 1, 64), self.randn(2, 3, 1, 64)
+        o = flash_ladder.attention_with_kvcache(q, k_cache, v_cache, 61, None, k=k, v=v)
+        lens = torch.full((2,), 61, dtype=torch.int32, device="cuda")
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(k_cache[:, 61:], k))
+        self.assertTrue(torch.equal(o, flash_ladder.attention_with_kvcache(q, k_cache, v_cache,
+                                                                           lens + 3, None)))
+        with self.assertRaisesRegex(ValueError, r"cache_seqlens \(62\) and the 3 new keys .* "
+                                                r"capacity \(64\)"):
+            flash_ladder.attention_with_kvcache(q, k_cache, v_cache, 62, None, k=k, v=v)
+
+    def test_cuda_graph(self):
+        # A step that appends one token, captured once and replayed with the lengths advanced
+        # in place: each replay writes its token at the new length.
+        k_cache, v_cache = self.randn(2, 512, 2, 128), self.randn(2, 512, 2, 128)
+        lens = torch.tensor([10, 300], dtype=torch.int32, device="cuda")
+        q, k, v = self.randn(2, 1, 8, 128), self.randn(2, 1, 2, 128), self.randn(2, 1, 2, 128)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            flash_ladder.attention_with_kvcache(q, k_cache.clone(), v_cache.clone(), lens, None,
+                                                k=k, v=v)
+        torch.cuda.current_stream().wait_stream(s)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            o = flash_ladder.attention_with_kvcache(q, k_cache, v_cache, lens, None, k=k, v=v)
+        for step in range(3):
+            k.copy_(self.randn(2, 1, 2, 128))
+            v.copy_(self.randn(2, 1, 2, 128))
+            graph.replay()
+            torch.cuda.synchronize()
+            for b in range(2):
+                n = int(lens[b])
+                self.assertTrue(torch.equal(k_cache[b, n], k[b, 0]), f"step {step}, seq {b}")
+                self.assertTrue(torch.equal(v_cache[b, n], v[b, 0]), f"step {step}, seq {b}")
+            ref = flash_ladder.attention_with_kvcache(q, k_cache, v_cache, lens + 1, None)
+            self.assertTrue(torch.equal(o, ref), f"step {step}: O")
+            lens += 1
+
+    def test_compile(self):
+        def f(q, kc, vc, lens, table, k, v):
+            return flash_ladder.attention_with_kvcache(q, kc, vc, lens, table, k=k, v=v) * 1
+        k_cache, v_cache, table = paged_cache(2, 2, 128, [100, 300], 64, torch.float16,
+                                              self.gen, max_pages=6)
+        lens = torch.tensor([100, 300], dtype=torch.int32, device="cuda")
+        q, k, v = self.randn(2, 2, 8, 128), self.randn(2, 2, 2, 128), self.randn(2, 2, 2, 128)
+        kc, vc = k_cache.clone(), v_cache.clone()
+        o = torch.compile(f, fullgraph=True)(q, k_cache, v_cache, lens, table, k, v)
+        o_eager = f(q, kc, vc, lens, table, k, v)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(k_cache, kc) and torch.equal(v_cache, vc),
+                        "the compiled call wrote the cache otherwise than the eager one")
+        self.assertTrue(torch.equal(o, o_eager))
+
+
 class Compile(KvCacheGpuTestCase):
     def test_torch_compile(self):
         def f(q, k, v, lens, table):
