@@ -407,7 +407,8 @@ def _append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table):
     """Writes k and v [B, N_new, H_kv, d] into the cache after each sequence's first
     cache_seqlens[b] keys, in place: rows cache_seqlens[b] .. + N_new - 1 of sequence b (through
     block_table's pages when given). torch's indexing on the device, no host synchronisation: a
-    row past the capacity, or a page number outside the pool, is a device-side index error."""
+    row past the capacity, or a page number past the pool, is a device-side index error; a
+    negative one wraps (undefined behaviour, as in FlashAttention)."""
     n_new = k.shape[1]
     pos = cache_seqlens.to(torch.int64).unsqueeze(1) + torch.arange(n_new, device=k.device)
     if block_table is None:
@@ -450,8 +451,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     first cache_seqlens[b] keys (cache_seqlens required), and the attention runs over
     cache_seqlens[b] + N_new keys; cache_seqlens itself is not changed (the caller advances it).
     cache_seqlens[b] + N_new must fit the capacity: the write is torch's indexing on the device,
-    and a row past the capacity or a page outside the pool stops it with a device-side index
-    error (no host check: a decode loop stays free of synchronisation).
+    and a row past the capacity or a page number past the pool stops it with a device-side index
+    error (no host check of device data: a decode loop stays free of synchronisation); a
+    negative length or page number is undefined behaviour (torch's indexing wraps it).
     causal: bottom-right per sequence (query i of sequence b sees key j iff
     j <= i + cache_seqlens[b] - Nq: the new tokens are the last of the sequence). softmax_scale:
     None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 39
