@@ -296,11 +296,12 @@ def check_cache_seqlens_int(n, capacity):
     return n
 
 
-def check_kv_append(kv, k_cache, k, v, has_lengths):
+def check_kv_append(kv, k_cache, k, v, has_lengths, length_int=None):
     """Checks the new keys and values of a call that appends them (FlashAttention's k=, v=):
     TensorSpecs k and v [B, N_new, H_kv, d] of k_cache's dtype and device, N_new >= 1 and at most
     the cache's capacity, both given or neither, and cache_seqlens given (where each sequence's
-    new keys go). kv is the checked KvCacheProblem. Returns N_new (0 without them)."""
+    new keys go); with an int cache_seqlens (length_int), that length and N_new within the
+    capacity. kv is the checked KvCacheProblem. Returns N_new (0 without them)."""
     if (k is None) != (v is None):
         _fail_kv("k and v (the new keys and values) go together: give both or neither")
     if k is None:
@@ -325,6 +326,9 @@ def check_kv_append(kv, k_cache, k, v, has_lengths):
     if k.shape[1] > p.seqlen_k:
         _fail_kv(f"k and v hold {k.shape[1]} new keys a sequence, more than the cache's "
                  f"capacity ({p.seqlen_k})")
+    if length_int is not None and length_int + k.shape[1] > p.seqlen_k:
+        _fail_kv(f"cache_seqlens ({length_int}) and the {k.shape[1]} new keys of k and v must "
+                 f"fit the cache's capacity ({p.seqlen_k})")
     return k.shape[1]
 
 

@@ -501,10 +501,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
         kv = _kvcache_problem(q, k_cache, v_cache, cache_seqlens, block_table, causal,
                               softmax_scale, allow_meta=q.device.type == "meta")
         n_new = _layout.check_kv_append(kv, spec(k_cache), _optional_spec(k), _optional_spec(v),
-                                        cache_seqlens is not None)
-        if n_int is not None and n_int + n_new > kv.problem.seqlen_k:
-            _layout._fail_kv(f"cache_seqlens ({n_int}) and the {n_new} new keys of k and v must "
-                             f"fit the cache's capacity ({kv.problem.seqlen_k})")
+                                        cache_seqlens is not None, n_int)
         _append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table)
         cache_seqlens = cache_seqlens + n_new  # a new tensor: the caller's lengths stay
     o, lse = torch.ops.flash_ladder.attention_with_kvcache(

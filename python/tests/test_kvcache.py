@@ -167,6 +167,11 @@ class Checks(unittest.TestCase):
             (ValueError, r"k and v hold 300 new keys a sequence, more than the cache's capacity "
                          r"\(256\)", dict(k=dense((2, 300, 2, 128)), v=dense((2, 300, 2, 128)))),
         ]
+        self.assertEqual(
+            _layout.check_kv_append(kv, dense((10, 64, 2, 128)), new, new, True, 253), 3)
+        with self.assertRaisesRegex(ValueError, r"cache_seqlens \(254\) and the 3 new keys of k "
+                                                r"and v must fit the cache's capacity \(256\)"):
+            _layout.check_kv_append(kv, dense((10, 64, 2, 128)), new, new, True, 254)
         for exc, pattern, kw in cases:
             with self.subTest(pattern):
                 args = dict(k=new, v=new, lens=True)
