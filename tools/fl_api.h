@@ -126,7 +126,7 @@ enum {
  *     j / page_size]. k_stride_batch is then the stride between pages, k_stride_row between the
  *     rows of a page and k_stride_head between heads (likewise v's), in elements; a contiguous
  *     pool has page_size * heads_kv * d, heads_kv * d and d. page_size: keys a page, a multiple
- *     of 16 (>= 16; rung 39 takes multiples of 64); seqlen_k: the capacity, at most a row's
+ *     of 16 (>= 16; rung 39 takes every such size); seqlen_k: the capacity, at most a row's
  *     pages times page_size, and block_table_stride >= ceil(seqlen_k / page_size). The page
  *     numbers are device data too, not checked: each of the pages a sequence's keys reach must
  *     be a page of the pool (0 <= n < num_pages; the pool's size is not a field). Pages may be

@@ -5,8 +5,9 @@
 //            [B, H_kv, Nk, d] K/V of Nk keys every sequence: a serving engine's cache is neither
 // changes:   1. K and V from a paged cache (AttnParams::block_table): key j of sequence b lies in
 //               page block_table[b][j / page_size], row j % page_size, of pools [pages,
-//               page_size, H_kv, d]. page_size is a multiple of 64, so a tile's 64 keys lie in
-//               one page: a tile's copy looks its page up once, then copies as rung 38 does.
+//               page_size, H_kv, d]. Where page_size is a multiple of 64 a tile's 64 keys lie in
+//               one page: a tile's copy looks its page up once, then copies as rung 38 does;
+//               smaller pages (16, 32, 48, ...) look each row's page up.
 //               Without a table a key's page is its sequence (the batch stride): one path for both
 //            2. per-sequence lengths (seqlens_k, clamped to [0, seqlen_k]): a block reads its
 //               sequence's n; its causal diagonal is n - Nq, its split's tiles stop at n; a split
@@ -17,8 +18,8 @@
 //            256 keys): one table read a tile, from L1 mostly; GB/s of K + V as rung 38's
 // supports:  rung 38's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
-//            block table (page_size a multiple of 64), both or neither; a plain call runs as
-//            rung 38 does (the same splits, the same bits)
+//            block table (any page_size check_common takes: a multiple of 16), both or neither;
+//            a plain call runs as rung 38 does (the same splits, the same bits)
 // doc:       docs/kernels/39_decode_paged.md
 // =================================================================================================
 //
@@ -134,6 +135,23 @@ __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t
   }
 }
 
+// The same copy where the tile's rows are not evenly spaced (pages smaller than a tile, or not
+// dividing it): row r's source is row_ptr(r), an address per row. Rows >= `valid` read row 0.
+template <typename T, int kHeadDim, typename RowPtr>
+__device__ __forceinline__ void copy_kv_rows(uint32_t dst, RowPtr row_ptr, int valid) {
+  constexpr int kChunks = kHeadDim / 8, kRowsPerStep = kThreads / kChunks;
+  constexpr bool kWhole = kThreads % kChunks == 0 && kBc % kRowsPerStep == 0;
+  const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks * 8;
+#pragma unroll
+  for (int step = 0; step < (kBc + kRowsPerStep - 1) / kRowsPerStep; ++step) {
+    const int r = r0 + step * kRowsPerStep;
+    if (!kWhole && (r0 >= kRowsPerStep || r >= kBc)) continue;
+    const bool in = r < valid;
+    ptx::cp_async::copy_16(dst + swizzle::byte_offset(r, c, kHeadDim), row_ptr(in ? r : 0) + c,
+                           in ? 16 : 0);
+  }
+}
+
 // Grid (splits, H_kv, B), 128 threads. One split (gridDim.x = 1) writes O and the LSE; more
 // write their partials into part_o [splits][B][H_q][Nq][d] and part_lse [splits][B][H_q][Nq].
 template <typename T, int kHeadDim>
@@ -190,14 +208,29 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t* table =
       p.block_table == nullptr ? nullptr : p.block_table + b * p.block_table_stride;
   const int page_size = static_cast<int>(p.page_size);
-  // K_j and V_j into stage j % kStages, by every thread (the padding warps too). The tile's 64
-  // keys lie in one page (page_size a multiple of 64): its page and first row, looked up once
-  // (the same table entry for every thread: one load, from L1 mostly), then rung 38's copy.
-  // Without a table a key's page is its sequence: page b, row = the key, by the batch stride.
+  // K_j and V_j into stage j % kStages, by every thread (the padding warps too). Where the
+  // tile's 64 keys lie in one page (page_size a multiple of 64): its page and first row, looked
+  // up once (the same table entry for every thread: one load, from L1 mostly), then rung 38's
+  // copy. Smaller pages: each row's page and row looked up (copy_kv_rows). Without a table a
+  // key's page is its sequence: page b, row = the key, by the batch stride.
+  const bool tile_in_page = table == nullptr || page_size % kBc == 0;
   auto issue_tile = [&](int j) {
     const uint32_t stage = static_cast<uint32_t>(j % kStages) * kStageBytes;
     const int key0 = first_key + j * kBc;
     const int valid = min(kBc, nk - key0);
+    if (!tile_in_page) {
+      auto offset = [&](int r, int64_t page_stride, int64_t row_stride) {
+        const int key = key0 + r;
+        return int64_t{table[key / page_size]} * page_stride + (key % page_size) * row_stride;
+      };
+      copy_kv_rows<T, kD>(
+          aK + stage, [&](int r) { return gK + offset(r, p.k_stride.batch, p.k_stride.row); },
+          valid);
+      copy_kv_rows<T, kD>(
+          aV + stage, [&](int r) { return gV + offset(r, p.v_stride.batch, p.v_stride.row); },
+          valid);
+      return;
+    }
     int64_t page = b;
     int row = key0;
     if (table != nullptr) {
@@ -457,10 +490,6 @@ std::string supports(const AttnParams& p) {
   }
   if (p.seqlen_k > (int64_t{1} << 30)) {
     return "Nk must be <= 2^30 (got " + std::to_string(p.seqlen_k) + ")";
-  }
-  if (p.block_table != nullptr && p.page_size % kBc != 0) {
-    return "page_size must be a multiple of 64 (a tile's keys in one page), got " +
-           std::to_string(p.page_size);
   }
   if (p.batch > 65535) return "B must be <= 65535 (the grid's z dimension)";
   if (p.heads_kv > 65535) return "H_kv must be <= 65535 (the grid's y dimension)";
