@@ -25,7 +25,11 @@ Nq in 1, 16) this times, in one process:
 Timing is compare_sdpa's: CUDA events around one call, the L2 flushed before every timed run (so
 even a K/V that would fit in the L2 is read from HBM), warm-up, median of --repeats; with --rounds
 R (default 3) every implementation of a shape is timed R times, the order reversed in every other
-round, and each keeps the median of its R medians.
+round, and each keeps the median of its R medians. With --graphs every timed call (SDPA's, the
+ceiling's, the ladder's) is captured once in a CUDA graph and timed by replaying it, as a decode
+loop runs: what is left is the GPU's time and one launch, not the Python and the host-side checks
+in front of each call, which at a 10-50 us call are most of an eager timing (a call that cannot be
+captured is timed eagerly and its row says graph: false).
 
 Masks: with Nq = 1 causal and non-causal are the same call, timed non-causal. With Nq > 1 the
 rows are causal (unless --no-causal) as the ladder defines it, bottom-right aligned: query i sees
@@ -188,6 +192,8 @@ def parse_args(argv=None):
     ap.add_argument("--repeats", type=int, default=30, help="timed runs a round (default 30)")
     ap.add_argument("--warmup-ms", type=float, default=100.0,
                     help="GPU time of untimed runs before each timing (default 100)")
+    ap.add_argument("--graphs", action="store_true",
+                    help="time every call by replaying a CUDA graph of it (see above)")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--out", default="", help="write the rows here as JSON")
     args = ap.parse_args(argv)
@@ -241,6 +247,25 @@ def sdpa_call(backend, qv, kv, vv, causal, scale):
             return F.scaled_dot_product_attention(qv, kv, vv, attn_mask=mask, scale=scale,
                                                   enable_gqa=True)
     return call
+
+
+def captured(fn):
+    """fn as the replay of a CUDA graph of one call of it (warmed up on a side stream first, as
+    torch asks), and True; fn itself and False where the capture fails."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except RuntimeError as e:
+        print(f"  not captured, timed eagerly: {first_line(e)}")
+        torch.cuda.synchronize()
+        return fn, False
+    return graph.replay, True
 
 
 def ladder_name(ladder, number):
@@ -312,6 +337,9 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
             continue
         call = sdpa_call(backend, qv, kv, vv, causal, scale)
         out = call()
+        graph_note = {}
+        if args.graphs:
+            call, graph_note["graph"] = captured(call)
         ms, reps = timer.time(call)
         err_b0 = cs.max_err(out[0].transpose(0, 1), ref)
         if flash_out is None and impl == "sdpa_flash":
@@ -320,7 +348,8 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
             err, err_vs = cs.max_err(out, flash_out), "sdpa_flash"
         else:
             err, err_vs = err_b0, "fp32_b0"
-        row = add_row(impl, ms, reps, max_err=err, err_vs=err_vs, err_b0_fp32=err_b0)
+        row = add_row(impl, ms, reps, max_err=err, err_vs=err_vs, err_b0_fp32=err_b0,
+                      **graph_note)
         timed.append((row, call))
 
     kflat, vflat = k.view(-1), v.view(-1)
@@ -328,8 +357,11 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
     def ceiling():
         torch.ops.aten.sum.default(kflat, dtype=torch.float32)
         torch.ops.aten.sum.default(vflat, dtype=torch.float32)
+    ceiling_note = {}
+    if args.graphs:
+        ceiling, ceiling_note["graph"] = captured(ceiling)
     ms, reps = timer.time(ceiling)
-    timed.append((add_row(CEILING, ms, reps), ceiling))
+    timed.append((add_row(CEILING, ms, reps, **ceiling_note), ceiling))
 
     o = torch.empty_like(q)
     params = cs.flash_ladder.make_params(q, k, v, o, causal=causal, scale=scale, layout="bnhd")
@@ -353,6 +385,9 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
             continue
         o.fill_(float("nan"))  # poison: an output the kernel does not write fails the check
         run = functools.partial(ladder.run, number, params)
+        run_note = {}
+        if args.graphs:
+            run, run_note["graph"] = captured(run)
         ms, reps = timer.time(run)
         torch.cuda.synchronize()
         # The output of the last timed run is the one checked: against SDPA flash's, or where
@@ -364,7 +399,7 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
             err, err_vs = err_b0, "fp32_b0"
         row = add_row(name, ms, reps, max_err=err, err_vs=err_vs, err_b0_fp32=err_b0,
                       tolerance=ERR_LIMIT, ok=math.isfinite(err) and err <= ERR_LIMIT,
-                      best=number == best)
+                      best=number == best, **run_note)
         timed.append((row, run))
 
     cs.balanced_rounds(args.rounds, timer, timed)

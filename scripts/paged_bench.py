@@ -14,8 +14,9 @@ reversed every other round; each arm the median of its rounds):
 
 bytes = 2 x B x H_kv x Nk x d x 2; each arm captured in a CUDA graph and timed by its replay, the
 L2 flushed before every run (compare_sdpa's Timer). Every arm's output must equal the contiguous
-arm's bit for bit (the same keys in the same order of tiles), else the script exits 1. The last
-thing printed is a table: GB/s per arm and paged / contiguous.
+arm's bit for bit (the same keys in the same order of tiles), else the script exits 1; an arm
+whose pages do not divide Nk (a capacity past Nk, from which the splits are decided) is held to
+1e-2 instead. The last thing printed is a table: GB/s per arm and paged / contiguous.
 
   python3 scripts/paged_bench.py --out docs/results/h100_paged.json
 """
@@ -33,15 +34,21 @@ import compare_sdpa as cs  # noqa: E402  (Timer, json_safe, the package on the p
 import flash_ladder  # noqa: E402
 
 
-def paged_copy(k, page, gen):
-    """k [B, Nk, H, d] as a pool [B * Nk / page, page, H, d] in a shuffled order, and the int32
-    block table [B, Nk / page] that finds each sequence's pages in it."""
+def paged_copy(k, v, page, gen):
+    """k and v [B, Nk, H, d] as pools [B * P, page, H, d], P = ceil(Nk / page) pages a sequence
+    (a last page that Nk does not fill is padded with zeros, past the sequence's length), in a
+    shuffled order, and the int32 block table [B, P] that finds each sequence's pages in both."""
     b, nk, h, d = k.shape
-    per = nk // page
+    per = -(-nk // page)
     order = torch.randperm(b * per, generator=gen, device="cpu").to(k.device)
-    pool = torch.empty(b * per, page, h, d, dtype=k.dtype, device=k.device)
-    pool[order] = k.reshape(b * per, page, h, d)
-    return pool, order.reshape(b, per).to(torch.int32)
+    pools = []
+    for t in (k, v):
+        padded = torch.zeros(b, per * page, h, d, dtype=t.dtype, device=t.device)
+        padded[:, :nk] = t
+        pool = torch.empty(b * per, page, h, d, dtype=t.dtype, device=t.device)
+        pool[order] = padded.reshape(b * per, page, h, d)
+        pools.append(pool)
+    return pools[0], pools[1], order.reshape(b, per).to(torch.int32)
 
 
 def main():
@@ -72,19 +79,26 @@ def main():
                         q, k, v, cache_seqlens=lens, causal=False),
                     "plain": lambda: flash_ladder.attention(q, k, v, layout="bnhd")}
             for page in (int(x) for x in args.pages.split(",")):
-                kp, table = paged_copy(k, page, gen)
-                vp = torch.empty_like(kp)
-                vp[table.flatten().long()] = v.reshape(-1, page, hkv, args.d)  # k's table
+                kp, vp, table = paged_copy(k, v, page, gen)
                 arms[f"paged {page}"] = (lambda kp=kp, vp=vp, table=table:
                                          flash_ladder.attention_with_kvcache(
                                              q, kp, vp, cache_seqlens=lens, block_table=table,
                                              causal=False))
             want = arms["contiguous"]()
             for name, fn in arms.items():
-                same = torch.equal(fn(), want)
+                out = fn()
+                page = int(name.split()[1]) if name.startswith("paged") else 0
+                if page and nk % page:
+                    # A capacity of whole pages past Nk: the splits, decided on the capacity,
+                    # may differ, and with them the order of the sums. Held to 1e-2 instead.
+                    err = (out.float() - want.float()).abs().max().item()
+                    same = err <= 1e-2
+                    what = f"differs from the contiguous arm by {err:.3g} > 1e-2"
+                else:
+                    same, what = torch.equal(out, want), "differs from the contiguous arm"
                 failed |= not same
                 if not same:
-                    print(f"  B={b} Nk={nk} {name}: output differs from the contiguous arm")
+                    print(f"  B={b} Nk={nk} {name}: output {what}")
             # Each arm captured in a CUDA graph (as a decode loop runs it) and timed by replay: a
             # call of 10-100 us would otherwise time the Python in front of its launches.
             graphs = {}
