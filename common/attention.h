@@ -82,7 +82,7 @@ struct AttnParams {
 
   // A K/V cache: per-sequence lengths and pages. Null: every sequence has seqlen_k keys, and
   // K, V are the usual [B, H_kv, Nk, d] tensors (by k_stride / v_stride). Only a kernel with
-  // KernelInfo::kv_cache (rung 39) takes either; why_unsupported refuses the others.
+  // KernelInfo::kv_cache (rungs 39 on) takes either; why_unsupported refuses the others.
   //   seqlens_k: sequence b has seqlens_k[b] keys, 0 <= seqlens_k[b] <= seqlen_k (seqlen_k is
   //     then the capacity). Device data: the host cannot check the values; one outside
   //     [0, seqlen_k] is the caller's undefined behaviour (as in FlashAttention), which the
@@ -136,8 +136,8 @@ std::string check_common(const AttnParams& p);
 // The host-side rules on the K/V cache fields (no device reads): seqlens_k and block_table
 // 4-byte aligned; with a block table, page_size a multiple of 16 (>= 16) and
 // block_table_stride >= ceil(seqlen_k / page_size); without one, page_size and
-// block_table_stride 0. A kernel may require more of page_size in its supports (rung 39: a
-// multiple of 64). "" when they hold.
+// block_table_stride 0. A kernel may require more of page_size in its supports (rungs 39
+// and 40 take every such size). "" when they hold.
 std::string check_kv_cache(const AttnParams& p);
 
 // A workspace of `bytes` at `workspace`: bytes >= 0, non-null when bytes > 0, 256-byte aligned.

@@ -80,7 +80,7 @@ std::string why_unsupported_by_rules(const KernelInfo& kernel, const AttnParams&
   // contiguous K/V of seqlen_k keys a sequence when the kernel has no kv_cache).
   if (why.empty() && !kernel.kv_cache && (p.seqlens_k != nullptr || p.block_table != nullptr)) {
     why = "takes a contiguous K/V of seqlen_k keys a sequence: a K/V cache with cache lengths or "
-          "a block table needs rung 39";
+          "a block table needs a rung with a K/V cache (39 on)";
   }
   if (why.empty()) why = kernel.supports(p);
   return why;

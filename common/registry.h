@@ -55,7 +55,7 @@ struct KernelInfo {
   // backward), so that nothing allocates inside a call.
   int64_t (*workspace)(const AttnParams&) = nullptr;
   // True for a kernel that takes a K/V cache: per-sequence lengths (AttnParams::seqlens_k) and
-  // pages (block_table, page_size): rung 39. why_unsupported refuses a call that sets either for
+  // pages (block_table, page_size): rungs 39 on. why_unsupported refuses a call that sets either for
   // a kernel without it.
   bool kv_cache = false;
   // The backward rungs (29+) set op = Op::backward and the two fields after it (and workspace),

@@ -1,5 +1,6 @@
 // The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split,
-// 39 decode_paged, here on plain calls; its K/V cache calls are tests/test_paged.cu's):
+// 39 decode_paged, 40 decode_occupancy, here on plain calls; their K/V cache calls are
+// tests/test_paged.cu's):
 // a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
 // head packed into the rows of one tile; from 38 on, the keys split over several blocks whose
 // partial outputs a second launch merges. Every test runs every serving rung of the build.
@@ -10,7 +11,8 @@
 //                       refused exactly by that rule; "best" sends decode calls to a serving
 //                       rung and prefill calls to the rungs before it; rung 38's split rule
 //                       (a table of made-up GPUs, and its properties) and its workspace (the
-//                       size, none for one split, a call with less refused by the rule)
+//                       size, none for one split, a call with less refused by the rule); what
+//                       rung 40 tells the rule (one slot an SM for tiles of 32 KiB or more)
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/96/128/192 x both layouts,
@@ -21,7 +23,8 @@
 //                       partial merged with the wrong row, breaks these)
 //   DecodeSplits.*      (GPU) rows that see no key of a split (causal, one key tile a split),
 //                       rows that see no key at all (Nq > Nk: O = 0, LSE = -inf), a long cache
-//                       in many splits (B = 1, 32/8, Nk = 131072); the workspace poisoned first
+//                       in many splits (B = 1, 32/8, Nk = 131072; rung 40 in its rule's count);
+//                       the workspace poisoned first
 //   DecodeLargeShape.*  (GPU, alone) a K/V cache of more than 2^31 elements
 #include <gtest/gtest.h>
 
@@ -39,6 +42,7 @@
 #include "common/registry.h"
 #include "gpu_test_util.h"
 #include "kernels/38_decode_split/splits.h"
+#include "kernels/40_decode_occupancy/splits.h"
 
 namespace {
 
@@ -49,6 +53,7 @@ constexpr int64_t kBatches[] = {1, 3};
 constexpr int64_t kMaxRows = 64;  // rows of the serving rungs' packed tile
 
 namespace split = fl::k38_decode_split;
+namespace split40 = fl::k40_decode_occupancy;  // rung 40: the rule, told of big tiles
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -302,6 +307,35 @@ TEST(DecodeRules, SplitRuleProperties) {
     }
   }
   EXPECT_GT(split_grids, 1000) << "the sweep must reach grids that split";
+}
+
+TEST(DecodeRules, Rung40TellsTheRuleOfOneSlotAnSMForBigTiles) {
+  // Rung 40 keeps rung 38's rule (the same answers) and changes what it is told: a tile of K and
+  // V of 32 KiB or more (64 keys at d >= 128) makes 1 slot an SM, whatever an SM holds, and
+  // its ring 3 stages; a smaller tile keeps the blocks an SM holds and 4 stages.
+  for (int sms : {7, 132}) {
+    for (int64_t blocks = 1; blocks <= 2 * sms; ++blocks) {
+      for (int per_sm : {1, 2, 3}) {
+        ASSERT_EQ(split40::choose_splits(blocks, sms, per_sm, 2048),
+                  split::choose_splits(blocks, sms, per_sm, 2048));
+      }
+    }
+  }
+  const int64_t tile_bytes[] = {2 * 64 * 64 * 2, 2 * 64 * 96 * 2, 2 * 64 * 128 * 2,
+                                2 * 64 * 192 * 2};  // d = 64, 96, 128, 192
+  const int want_slots[] = {3, 2, 1, 1}, want_stages[] = {4, 4, 3, 3};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(split40::split_slots_per_sm(tile_bytes[i], i == 0 ? 3 : 2), want_slots[i]) << i;
+    EXPECT_EQ(split40::ring_stages(tile_bytes[i]), want_stages[i]) << i;
+  }
+  EXPECT_EQ(split40::split_slots_per_sm(32768, 0), 0) << "no device: nothing to fill";
+  // B = 1, 8 KV heads, 2048 key tiles, d = 128 on 132 SMs holding two blocks each: told of two
+  // slots the rule takes 29 splits (232 blocks over 264 slots), told of one 15 (120 blocks).
+  EXPECT_EQ(split::choose_splits(8, 132, 2, 2048), 29);
+  EXPECT_EQ(split40::choose_splits(8, 132, split40::split_slots_per_sm(32768, 2), 2048), 15);
+  // B = 8 (64 blocks): 4 splits told of two slots, 2 told of one.
+  EXPECT_EQ(split::choose_splits(64, 132, 2, 2048), 4);
+  EXPECT_EQ(split40::choose_splits(64, 132, 1, 2048), 2);
 }
 
 TEST(DecodeRules, SplitWorkspaceSize) {
@@ -709,6 +743,9 @@ TEST(DecodeSplits, ALongCacheInManySplits) {
           const int n = splits_of(*k, problem);
           EXPECT_GE(n, 2) << k->name() << " " << s.describe();
           EXPECT_LE(n, std::min(sms, split::kMaxSplits)) << k->name() << " " << s.describe();
+          if (k->number == 40) {  // d = 128: one slot an SM, 15 splits on 132 SMs
+            EXPECT_EQ(n, split40::choose_splits(8, sms, 1, 2048)) << s.describe();
+          }
         }
         const fl::Verdict v = verify_poisoned(*k, problem, ref);
         EXPECT_TRUE(v.passed) << k->name() << " " << s.describe() << ": " << v.why

@@ -1,8 +1,9 @@
-// Rung 39 (decode_paged): decode on a K/V cache, each sequence with its own length
-// (AttnParams::seqlens_k), its keys in pages of a pool that a block table maps (block_table,
-// page_size), or in a contiguous [B, H_kv, Nk, d] cache of capacity Nk.
+// The rungs with a K/V cache (KernelInfo::kv_cache: 39 decode_paged, 40 decode_occupancy), each
+// through every test but the first of PagedSame: decode on a K/V cache, each sequence with its
+// own length (AttnParams::seqlens_k), its keys in pages of a pool that a block table maps
+// (block_table, page_size), or in a contiguous [B, H_kv, Nk, d] cache of capacity Nk.
 //
-//   PagedRules.*  (CPU) the page sizes rung 39 claims (every one of the common rule, a multiple
+//   PagedRules.*  (CPU) the page sizes a cache rung claims (every one of the common rule, a multiple
 //                 of 16; another refused by name and rule before any launch); the cache calls it
 //                 claims (lengths, a table, both), their workspace that of the same call without
 //                 them (the splits are decided on the capacity)
@@ -17,7 +18,7 @@
 //                 by the pass rule, the LSE as verify holds it; an empty sequence's rows exactly
 //                 O = 0, LSE = -inf; two runs bitwise equal; the workspace poisoned (NaN) first
 //   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
-//                 bit for bit (the same splits); a table that maps pages in order, and lengths
+//                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike; a table that maps pages in order, and lengths
 //                 all at the capacity, equal the plain call bit for bit; lengths outside
 //                 [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -50,10 +51,20 @@ const fl::KernelInfo* forward_rung(int number) {
   return nullptr;
 }
 
-// Rung 39, or skip.
-#define REQUIRE_PAGED_RUNG(k)                                                          \
-  const fl::KernelInfo* k = forward_rung(39);                                          \
-  if (k == nullptr) GTEST_SKIP() << "rung 39 is not in this build (FL_KERNELS)"
+// The rungs that take a K/V cache (KernelInfo::kv_cache: 39 on), lowest first.
+std::vector<const fl::KernelInfo*> cache_rungs() {
+  std::vector<const fl::KernelInfo*> out;
+  for (const fl::KernelInfo* k : fl::forward_kernels()) {
+    if (k->kv_cache) out.push_back(k);
+  }
+  return out;
+}
+
+// Runs the block that follows once for each rung with a K/V cache (k), or skips the test.
+#define FOR_EACH_CACHE_RUNG(k)                                                         \
+  const std::vector<const fl::KernelInfo*> cache_rungs_ = cache_rungs();               \
+  if (cache_rungs_.empty()) GTEST_SKIP() << "no rung with a K/V cache (39 on) in this build"; \
+  for (const fl::KernelInfo* k : cache_rungs_)
 
 // A cache call's shape with placeholder pointers (what why_unsupported and workspace_bytes
 // read): B sequences of capacity nk, pages of `page` keys (0: the contiguous cache, lengths
@@ -79,51 +90,55 @@ fl::AttnParams placeholder_cache(fl::DType t, int64_t b, int64_t hq, int64_t hkv
 TEST(PagedRules, EveryPageSizeOfTheCommonRuleIsClaimed) {
   // Pages that hold whole tiles (multiples of 64) and pages that do not (16-48, 80, 96, 240:
   // each row's page looked up) alike.
-  REQUIRE_PAGED_RUNG(k);
-  for (int64_t page : {16, 32, 48, 80, 96, 240}) {
-    const fl::AttnParams p = placeholder_cache(fl::DType::f16, 2, 32, 8, 1, 1000, 128, page);
-    ASSERT_EQ(fl::check_common(p), "") << page << ": a multiple of 16, the common rule's";
-    EXPECT_EQ(fl::why_unsupported(*k, p), "") << page;
+  FOR_EACH_CACHE_RUNG(k) {
+    SCOPED_TRACE(k->name());
+    for (int64_t page : {16, 32, 48, 80, 96, 240}) {
+      const fl::AttnParams p = placeholder_cache(fl::DType::f16, 2, 32, 8, 1, 1000, 128, page);
+      ASSERT_EQ(fl::check_common(p), "") << page << ": a multiple of 16, the common rule's";
+      EXPECT_EQ(fl::why_unsupported(*k, p), "") << page;
+    }
+    for (int64_t page : {64, 128, 256, 1024}) {
+      EXPECT_EQ(fl::why_unsupported(
+                    *k, placeholder_cache(fl::DType::bf16, 2, 32, 8, 1, 1000, 128, page)),
+                "")
+          << page;
+    }
+    // The common rule comes first: 8 is no multiple of 16.
+    fl::AttnParams p = placeholder_cache(fl::DType::f16, 2, 32, 8, 1, 1000, 128, 64);
+    p.page_size = 8;
+    p.block_table_stride = 125;
+    EXPECT_EQ(fl::why_unsupported(*k, p),
+              "kernel " + k->name() +
+                  ": page_size must be a multiple of 16 and >= 16 with a block table (got 8)");
   }
-  for (int64_t page : {64, 128, 256, 1024}) {
-    EXPECT_EQ(fl::why_unsupported(
-                  *k, placeholder_cache(fl::DType::bf16, 2, 32, 8, 1, 1000, 128, page)),
-              "")
-        << page;
-  }
-  // The common rule comes first: 8 is no multiple of 16.
-  fl::AttnParams p = placeholder_cache(fl::DType::f16, 2, 32, 8, 1, 1000, 128, 64);
-  p.page_size = 8;
-  p.block_table_stride = 125;
-  EXPECT_EQ(fl::why_unsupported(*k, p),
-            "kernel " + k->name() +
-                ": page_size must be a multiple of 16 and >= 16 with a block table (got 8)");
 }
 
 TEST(PagedRules, ClaimsCacheCallsAndSizesTheirWorkspaceByTheCapacity) {
   // Lengths alone, a table alone, both: claimed, with the workspace of the same call without
   // them (the splits come from the capacity, which is all the host knows). Rung 38's rules hold
   // as they were: a call of more than 64 rows is refused by the rows rule.
-  REQUIRE_PAGED_RUNG(k);
-  for (int64_t page : {0, 64, 256}) {
-    for (bool lengths : {false, true}) {
-      if (page == 0 && !lengths) continue;
-      fl::AttnParams p = placeholder_cache(fl::DType::f16, 1, 32, 8, 1, 131072, 128, page);
-      if (!lengths) p.seqlens_k = nullptr;
-      p.workspace = nullptr;
-      p.workspace_bytes = 0;
-      fl::AttnParams plain = placeholder_cache(fl::DType::f16, 1, 32, 8, 1, 131072, 128, 0);
-      plain.seqlens_k = nullptr;
-      EXPECT_EQ(fl::workspace_bytes(*k, p), fl::workspace_bytes(*k, plain)) << page;
-      p.workspace = reinterpret_cast<void*>(0x6000);
-      p.workspace_bytes = fl::workspace_bytes(*k, p);
-      EXPECT_EQ(fl::why_unsupported(*k, p), "") << page << " " << lengths;
-      const fl::KernelInfo* best = fl::best_kernel(p);
-      ASSERT_NE(best, nullptr);
-      EXPECT_EQ(best->number, 39);
-      p.seqlen_q = 17;  // 17 x 4 = 68 rows
-      EXPECT_NE(fl::why_unsupported(*k, p).find("Nq x H_q / H_kv must be <= 64"),
-                std::string::npos);
+  FOR_EACH_CACHE_RUNG(k) {
+    SCOPED_TRACE(k->name());
+    for (int64_t page : {0, 64, 256}) {
+      for (bool lengths : {false, true}) {
+        if (page == 0 && !lengths) continue;
+        fl::AttnParams p = placeholder_cache(fl::DType::f16, 1, 32, 8, 1, 131072, 128, page);
+        if (!lengths) p.seqlens_k = nullptr;
+        p.workspace = nullptr;
+        p.workspace_bytes = 0;
+        fl::AttnParams plain = placeholder_cache(fl::DType::f16, 1, 32, 8, 1, 131072, 128, 0);
+        plain.seqlens_k = nullptr;
+        EXPECT_EQ(fl::workspace_bytes(*k, p), fl::workspace_bytes(*k, plain)) << page;
+        p.workspace = reinterpret_cast<void*>(0x6000);
+        p.workspace_bytes = fl::workspace_bytes(*k, p);
+        EXPECT_EQ(fl::why_unsupported(*k, p), "") << page << " " << lengths;
+        const fl::KernelInfo* best = fl::best_kernel(p);
+        ASSERT_NE(best, nullptr);
+        EXPECT_EQ(best->number, cache_rungs_.back()->number) << "the highest cache rung";
+        p.seqlen_q = 17;  // 17 x 4 = 68 rows
+        EXPECT_NE(fl::why_unsupported(*k, p).find("Nq x H_q / H_kv must be <= 64"),
+                  std::string::npos);
+      }
     }
   }
 }
@@ -445,46 +460,48 @@ TEST_P(Paged, PassesTheCacheGrid) {
   // 64, 16, 48 and 256 keys, shuffled, and the contiguous cache with lengths alone), each held to
   // the references, and all must agree bit for bit (the same tiles reach the same math).
   FL_REQUIRE_GPU();
-  REQUIRE_PAGED_RUNG(k);
-  const auto [t, d] = GetParam();
-  fl::CublasHandle cublas;
-  const int64_t heads[][2] = {{32, 8}, {16, 1}, {8, 8}};
-  int ran = 0;
-  for (const auto& hh : heads) {
-    for (int64_t nq : {1, 2, 16}) {
-      if (nq * (hh[0] / hh[1]) > 64) continue;  // a prefill: the rows rule refuses it
-      for (bool causal : {false, true}) {
-        for (int64_t batch : {1, 5}) {
-          CacheCase c;
-          c.t = t;
-          c.hq = hh[0];
-          c.hkv = hh[1];
-          c.nq = nq;
-          c.d = d;
-          c.causal = causal;
-          c.capacity = 1000;
-          // 0 and 1 key, 300 (no multiple of 64 or of a page), 777, the capacity.
-          c.lengths = batch == 1 ? std::vector<int32_t>{523}
-                                 : std::vector<int32_t>{1000, 0, 1, 300, 777};
-          c.seed = 100 * nq + 10 * hh[0] + (causal ? 1 : 0) + batch + d;
-          const HostData h = make_host_data(c);
-          const std::vector<SeqReference> refs = references(*k, c, h, cublas);
-          std::vector<RunResult> runs;
-          for (int64_t page : {64, 16, 48, 256, 0}) {
-            c.page = page;
-            SCOPED_TRACE(c.describe());
-            runs.push_back(run_case(*k, c, h));
-            SKIP_ON_SHARED_MEMORY(runs.back());
-            EXPECT_EQ(check_run(c, runs.back(), refs), "");
-            EXPECT_EQ(bitwise_differences(runs.back(), runs.front()), 0)
-                << "page " << page << " against pages of 64";
-            ++ran;
+  FOR_EACH_CACHE_RUNG(k) {
+    SCOPED_TRACE(k->name());
+    const auto [t, d] = GetParam();
+    fl::CublasHandle cublas;
+    const int64_t heads[][2] = {{32, 8}, {16, 1}, {8, 8}};
+    int ran = 0;
+    for (const auto& hh : heads) {
+      for (int64_t nq : {1, 2, 16}) {
+        if (nq * (hh[0] / hh[1]) > 64) continue;  // a prefill: the rows rule refuses it
+        for (bool causal : {false, true}) {
+          for (int64_t batch : {1, 5}) {
+            CacheCase c;
+            c.t = t;
+            c.hq = hh[0];
+            c.hkv = hh[1];
+            c.nq = nq;
+            c.d = d;
+            c.causal = causal;
+            c.capacity = 1000;
+            // 0 and 1 key, 300 (no multiple of 64 or of a page), 777, the capacity.
+            c.lengths = batch == 1 ? std::vector<int32_t>{523}
+                                   : std::vector<int32_t>{1000, 0, 1, 300, 777};
+            c.seed = 100 * nq + 10 * hh[0] + (causal ? 1 : 0) + batch + d;
+            const HostData h = make_host_data(c);
+            const std::vector<SeqReference> refs = references(*k, c, h, cublas);
+            std::vector<RunResult> runs;
+            for (int64_t page : {64, 16, 48, 256, 0}) {
+              c.page = page;
+              SCOPED_TRACE(c.describe());
+              runs.push_back(run_case(*k, c, h));
+              SKIP_ON_SHARED_MEMORY(runs.back());
+              EXPECT_EQ(check_run(c, runs.back(), refs), "");
+              EXPECT_EQ(bitwise_differences(runs.back(), runs.front()), 0)
+                  << "page " << page << " against pages of 64";
+              ++ran;
+            }
           }
         }
       }
     }
+    EXPECT_EQ(ran, (3 + 2 + 3) * 2 * 2 * 5);
   }
-  EXPECT_EQ(ran, (3 + 2 + 3) * 2 * 2 * 5);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -503,23 +520,25 @@ TEST(PagedLong, ALongCacheInManySplits) {
   // splits of the shorter sequences past their length see no key; pages of 256, shuffled; GQA
   // 32/8 with one query and four (causal).
   FL_REQUIRE_GPU();
-  REQUIRE_PAGED_RUNG(k);
-  fl::CublasHandle cublas;
-  for (int64_t nq : {1, 4}) {
-    CacheCase c;
-    c.t = fl::DType::bf16;
-    c.nq = nq;
-    c.causal = nq > 1;
-    c.capacity = 32768;
-    c.page = 256;
-    c.lengths = {20001, 0, 32768};
-    c.seed = 7 + nq;
-    SCOPED_TRACE(c.describe());
-    const HostData h = make_host_data(c);
-    const RunResult r = run_case(*k, c, h);
-    SKIP_ON_SHARED_MEMORY(r);
-    if (sm_count() >= 20) EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
-    EXPECT_EQ(check_run(c, r, references(*k, c, h, cublas)), "");
+  FOR_EACH_CACHE_RUNG(k) {
+    SCOPED_TRACE(k->name());
+    fl::CublasHandle cublas;
+    for (int64_t nq : {1, 4}) {
+      CacheCase c;
+      c.t = fl::DType::bf16;
+      c.nq = nq;
+      c.causal = nq > 1;
+      c.capacity = 32768;
+      c.page = 256;
+      c.lengths = {20001, 0, 32768};
+      c.seed = 7 + nq;
+      SCOPED_TRACE(c.describe());
+      const HostData h = make_host_data(c);
+      const RunResult r = run_case(*k, c, h);
+      SKIP_ON_SHARED_MEMORY(r);
+      if (sm_count() >= 20) EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
+      EXPECT_EQ(check_run(c, r, references(*k, c, h, cublas)), "");
+    }
   }
 }
 
@@ -531,7 +550,8 @@ TEST(PagedSame, APlainCallIsRung38BitForBit) {
   // No lengths, no table: rung 39 reads the cache as rung 38 does, in as many splits (the same
   // workspace), and writes the same bits; shapes of one split and of several.
   FL_REQUIRE_GPU();
-  REQUIRE_PAGED_RUNG(k);
+  const fl::KernelInfo* k = forward_rung(39);
+  if (k == nullptr) GTEST_SKIP() << "rung 39 is not in this build (FL_KERNELS)";
   const fl::KernelInfo* k38 = forward_rung(38);
   if (k38 == nullptr) GTEST_SKIP() << "rung 38 is not in this build (FL_KERNELS)";
   struct Shape {
@@ -569,34 +589,78 @@ TEST(PagedSame, APlainCallIsRung38BitForBit) {
   }
 }
 
+TEST(PagedSame, Rung40IsRung39BitForBitWhereItSplitsAlike) {
+  // Rung 40 changes when a tile is copied (its ring) and what the split rule is told, not what
+  // is computed: wherever it takes as many splits as rung 39 (the same workspace) it writes the
+  // same bits. At d <= 96 (tiles under 32 KiB) it is rung 39 altogether: the same splits always.
+  // Cache calls (ragged lengths; pages of 64 and 16) and plain ones; B = 1 and 3 split, B = 16
+  // (128 blocks) fills an H100's SMs at d = 128.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k39 = forward_rung(39);
+  const fl::KernelInfo* k40 = forward_rung(40);
+  if (k39 == nullptr || k40 == nullptr) GTEST_SKIP() << "rungs 39 and 40 are not both built";
+  int same_splits = 0;
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (int64_t batch : {1, 3, 16}) {
+      for (int64_t page : {0, 64, 16}) {
+        CacheCase c;
+        c.t = d % 64 == 0 ? fl::DType::f16 : fl::DType::bf16;
+        c.d = d;
+        c.capacity = 1024;
+        c.page = page;
+        c.with_lengths = page != 0 || batch != 16;
+        c.lengths.assign(batch, 1024);
+        if (batch == 3) c.lengths = {1024, 1, 700};
+        c.seed = d + batch + page;
+        SCOPED_TRACE(c.describe());
+        const HostData h = make_host_data(c);
+        const RunResult a = run_case(*k39, c, h);
+        SKIP_ON_SHARED_MEMORY(a);
+        const RunResult b = run_case(*k40, c, h);
+        ASSERT_EQ(a.refused, "");
+        ASSERT_EQ(b.refused, "");
+        if (d <= 96) EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 39's splits";
+        if (b.workspace_bytes == a.workspace_bytes) {
+          EXPECT_EQ(bitwise_differences(a, b), 0);
+          EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+          ++same_splits;
+        }
+      }
+    }
+  }
+  EXPECT_GE(same_splits, 2 * 3 * 3) << "every call at d <= 96";
+}
+
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
   // Lengths all equal to the capacity, on the contiguous cache and through a table of pages in
   // order (and shuffled), write what the plain call writes, bit for bit.
   FL_REQUIRE_GPU();
-  REQUIRE_PAGED_RUNG(k);
-  CacheCase c;
-  c.t = fl::DType::f16;
-  c.nq = 2;
-  c.causal = true;
-  c.capacity = 2048;
-  c.lengths.assign(3, 2048);
-  c.with_lengths = false;
-  c.seed = 11;
-  const HostData h = make_host_data(c);
-  const RunResult plain = run_case(*k, c, h);
-  SKIP_ON_SHARED_MEMORY(plain);
-  ASSERT_EQ(plain.refused, "");
-  for (int64_t page : {0, 64, 256}) {
-    for (bool with_lengths : {false, true}) {
-      for (bool shuffle : {false, true}) {
-        if ((page == 0 && (!with_lengths || shuffle))) continue;
-        c.page = page;
-        c.with_lengths = with_lengths;
-        c.shuffle = shuffle;
-        SCOPED_TRACE(c.describe());
-        const RunResult r = run_case(*k, c, h);
-        ASSERT_EQ(r.refused, "");
-        EXPECT_EQ(bitwise_differences(plain, r), 0);
+  FOR_EACH_CACHE_RUNG(k) {
+    SCOPED_TRACE(k->name());
+    CacheCase c;
+    c.t = fl::DType::f16;
+    c.nq = 2;
+    c.causal = true;
+    c.capacity = 2048;
+    c.lengths.assign(3, 2048);
+    c.with_lengths = false;
+    c.seed = 11;
+    const HostData h = make_host_data(c);
+    const RunResult plain = run_case(*k, c, h);
+    SKIP_ON_SHARED_MEMORY(plain);
+    ASSERT_EQ(plain.refused, "");
+    for (int64_t page : {0, 64, 256}) {
+      for (bool with_lengths : {false, true}) {
+        for (bool shuffle : {false, true}) {
+          if ((page == 0 && (!with_lengths || shuffle))) continue;
+          c.page = page;
+          c.with_lengths = with_lengths;
+          c.shuffle = shuffle;
+          SCOPED_TRACE(c.describe());
+          const RunResult r = run_case(*k, c, h);
+          ASSERT_EQ(r.refused, "");
+          EXPECT_EQ(bitwise_differences(plain, r), 0);
+        }
       }
     }
   }
@@ -606,23 +670,25 @@ TEST(PagedSame, LengthsOutsideTheCapacityAreClamped) {
   // A length below 0 or past the capacity is the caller's error; the rung clamps it to [0, Nk]
   // and reads nothing outside the cache: -5 runs as 0, Nk + 100 and INT32_MAX as Nk.
   FL_REQUIRE_GPU();
-  REQUIRE_PAGED_RUNG(k);
-  for (int64_t page : {0, 64}) {
-    CacheCase c;
-    c.t = fl::DType::bf16;
-    c.nq = 1;
-    c.capacity = 640;
-    c.page = page;
-    c.lengths = {0, 640, 640, 100};
-    c.seed = 5;
-    const HostData h = make_host_data(c);
-    const RunResult in_range = run_case(*k, c, h);
-    SKIP_ON_SHARED_MEMORY(in_range);
-    c.lengths = {-5, 740, std::numeric_limits<int32_t>::max(), 100};
-    SCOPED_TRACE(c.describe());
-    const RunResult out_of_range = run_case(*k, c, h);  // the same data: keys(b) clamps
-    ASSERT_EQ(out_of_range.refused, "");
-    EXPECT_EQ(bitwise_differences(in_range, out_of_range), 0);
+  FOR_EACH_CACHE_RUNG(k) {
+    SCOPED_TRACE(k->name());
+    for (int64_t page : {0, 64}) {
+      CacheCase c;
+      c.t = fl::DType::bf16;
+      c.nq = 1;
+      c.capacity = 640;
+      c.page = page;
+      c.lengths = {0, 640, 640, 100};
+      c.seed = 5;
+      const HostData h = make_host_data(c);
+      const RunResult in_range = run_case(*k, c, h);
+      SKIP_ON_SHARED_MEMORY(in_range);
+      c.lengths = {-5, 740, std::numeric_limits<int32_t>::max(), 100};
+      SCOPED_TRACE(c.describe());
+      const RunResult out_of_range = run_case(*k, c, h);  // the same data: keys(b) clamps
+      ASSERT_EQ(out_of_range.refused, "");
+      EXPECT_EQ(bitwise_differences(in_range, out_of_range), 0);
+    }
   }
 }
 

@@ -112,8 +112,8 @@ fl::BwdParams stand_in_backward(const fl::AttnParams& sizes) {
 
 // A forward call of p's sizes with contiguous tensors, for fl_workspace_size: stand_in_backward's
 // forward, its LSE only if the caller has one, and the caller's K/V cache fields as they are
-// (the pointers too, so that the rules that ask whether a cache is there see it: rung 39 alone
-// takes one; nothing reads what they point at). With a block table, K and V are contiguous page
+// (the pointers too, so that the rules that ask whether a cache is there see it: rungs 39 on
+// take one; nothing reads what they point at). With a block table, K and V are contiguous page
 // pools [pages, page_size, H_kv, d].
 fl::AttnParams stand_in_forward(const fl::AttnParams& p) {
   fl::AttnParams sizes = stand_in_backward(p).fwd;

@@ -55,7 +55,7 @@
  * the rule. flash_ladder.attention is differentiable through them (python/README.md).
  *
  * Serving: a K/V cache with a length per sequence, paged or not (seqlens_k, block_table and
- * page_size, the last fields of fl_attention_params), is rung 39's; from PyTorch,
+ * page_size, the last fields of fl_attention_params), is for rungs 39 on; from PyTorch,
  * flash_ladder.attention_with_kvcache (shaped like FlashAttention's flash_attn_with_kvcache).
  */
 #ifndef FLASH_LADDER_FL_API_H_
@@ -108,7 +108,7 @@ enum {
  * seqlens_k, block_table, block_table_stride, page_size (last, for the same reason): a K/V cache,
  * for decode. All NULL and 0 (a zero-initialised struct): every sequence has seqlen_k keys, and
  * K and V are the tensors the strides describe, [B, heads_kv, Nk, d] by default. Only a rung
- * that takes a K/V cache runs a call that sets them (rung 39; fl_supports gives every other
+ * that takes a K/V cache runs a call that sets them (39 and 40; fl_supports gives every other
  * rung's refusal, and FL_KERNEL_BEST picks among those that take it). Both pointers are DEVICE
  * memory, int32, 4-byte aligned, the caller's: read by the kernel while it runs, so they must
  * hold their values until the stream reaches the call's end (a CUDA graph may change them in
@@ -126,7 +126,7 @@ enum {
  *     j / page_size]. k_stride_batch is then the stride between pages, k_stride_row between the
  *     rows of a page and k_stride_head between heads (likewise v's), in elements; a contiguous
  *     pool has page_size * heads_kv * d, heads_kv * d and d. page_size: keys a page, a multiple
- *     of 16 (>= 16; rung 39 takes every such size); seqlen_k: the capacity, at most a row's
+ *     of 16 (>= 16; rungs 39 and 40 take every such size); seqlen_k: the capacity, at most a row's
  *     pages times page_size, and block_table_stride >= ceil(seqlen_k / page_size). The page
  *     numbers are device data too, not checked: each of the pages a sequence's keys reach must
  *     be a page of the pool (0 <= n < num_pages; the pool's size is not a field). Pages may be
@@ -187,10 +187,11 @@ FL_API int fl_kernel_op(int index); /* FL_OP_FORWARD, FL_OP_BACKWARD, or -1 out 
  * order of speed). On compute capability 9.0: rung 27 for every fp16/bf16 call (rungs 17-23 take
  * d = 128, lengths that are multiples of 128, non-causal; rungs 24-27 the whole contract), rung
  * 28 for e4m3 inputs; on other GPUs rung 16 for the whole contract. Decode calls the serving
- * rungs take (37 and up, compute capability 8.0 and up: Nq x heads_q / heads_kv <= 64, d = 64 or
- * 128) go to the highest of them, and a call with a K/V cache (seqlens_k or block_table) to rung
- * 39, the one rung that takes it. In the backward's calls (fl_run_backward, ...) it stands for
- * the highest-numbered backward rung that takes the call. */
+ * rungs take (37 and up, compute capability 8.0 and up: Nq x heads_q / heads_kv <= 64, d = 64,
+ * 96, 128 or 192) go to the highest of them, and a call with a K/V cache (seqlens_k or
+ * block_table) to the highest rung that takes one (40; 39 takes it too). In the backward's
+ * calls (fl_run_backward, ...) it stands for the highest-numbered backward rung that takes the
+ * call. */
 #define FL_KERNEL_BEST (-1)
 
 /* The number of the forward kernel FL_KERNEL_BEST picks for *p on the current device, or -1 when
@@ -206,7 +207,7 @@ FL_API int fl_supports(int number, const fl_attention_params* p, char* why, size
  * heads, lengths, head_dim and causal of *p are read, and the current device's SM count: the
  * split-key decode splits by it; its pointers and strides are not, but for a K/V cache the
  * fields seqlens_k, block_table (whether they are set, never what they point at),
- * block_table_stride and page_size are: a cache is rung 39's), or -1 with the reason in why
+ * block_table_stride and page_size are: a cache is for rungs 39 on), or -1 with the reason in why
  * (no such kernel, a backward rung, sizes the kernel refuses). FL_KERNEL_BEST answers for the
  * kernel fl_best_kernel would pick for contiguous tensors (page pools with a block table) of
  * these sizes; a caller that has its tensors asks fl_best_kernel first and passes that number.

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 37 of 39 — decode_gqa: decode, the query heads of one KV head packed into a tile's rows
+// Kernel 37 of 40 — decode_gqa: decode, the query heads of one KV head packed into a tile's rows
 // builds on: 16 (final: mma.sync, ldmatrix, cp.async, the swizzle, the exp2 online softmax) for
 //            the instructions; the first rung of the serving track: a few query rows a sequence
 //            (decode, Nq = 1-16) against a long K/V cache, bound by the bytes of K and V read

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 38 of 39 — decode_split: decode with the keys split over several blocks (split-K)
+// Kernel 38 of 40 — decode_split: decode with the keys split over several blocks (split-K)
 // builds on: 37 (decode_gqa: the g query heads of a KV head packed into one tile's rows, four
 //            cp.async stages of 64 keys, mma.sync), whose grid (H_kv x B blocks) leaves most SMs
 //            idle at small batch, and decode needs the whole GPU to draw HBM's bandwidth

@@ -1,5 +1,5 @@
 // =================================================================================================
-// Kernel 39 of 39 — decode_paged: decode on a paged K/V cache, each sequence with its own length
+// Kernel 39 of 40 — decode_paged: decode on a paged K/V cache, each sequence with its own length
 // builds on: 38 (decode_split: rung 37's packed GQA decode, the keys split over several blocks
 //            whose partial O and LSE a second launch merges), which reads a contiguous
 //            [B, H_kv, Nk, d] K/V of Nk keys every sequence: a serving engine's cache is neither

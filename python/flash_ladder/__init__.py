@@ -3,7 +3,7 @@
     import flash_ladder
     o = flash_ladder.attention(q, k, v, causal=True)      # q, k, v: [B, H, N, d] on the GPU
 
-    # serving: new rows against a K/V cache, paged or not (rung 39), as flash_attn_with_kvcache
+    # serving: new rows against a K/V cache, paged or not (rungs 39 on), as flash_attn_with_kvcache
     o = flash_ladder.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=lengths,
                                             block_table=pages)   # q: [B, Nq, H_q, d]
 

@@ -94,7 +94,7 @@ class Params(ctypes.Structure):
     (out_dtype: the inputs' for fp16/bf16) and the host descale factors of e4m3 inputs (NULL
     for fp16/bf16). Then the workspace of a forward rung that needs one (device memory of
     workspace_bytes, at least Library.workspace_size's answer; NULL and 0 otherwise). Last, a
-    K/V cache (rung 39's; NULL and 0 without one): seqlens_k, device int32 [B] key counts;
+    K/V cache (rungs 39 on; NULL and 0 without one): seqlens_k, device int32 [B] key counts;
     block_table, device int32 [B][block_table_stride] page numbers into k and v, then page pools
     [num_pages, page_size, H_kv, d] (k_stride_batch between pages, k_stride_row between the rows
     of a page); tools/fl_api.h has the rules."""

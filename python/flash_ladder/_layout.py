@@ -341,7 +341,7 @@ def check_kvcache_call(q, k_cache, v_cache, cache_seqlens=None, block_table=None
     max_pages x page_size); cache_seqlens an int32 [B] contiguous tensor. Every tensor on q's
     device. Raises ValueError / TypeError naming the argument and the rule. The values of
     cache_seqlens and block_table are device data, never read here; what only the library knows
-    (the page sizes rung 39 takes, 16-byte alignment, the GPU) it checks at the call."""
+    (the rungs' own page rules, 16-byte alignment, the GPU) it checks at the call."""
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if len(t.shape) != 4:
             what = "[B, Nq, H_q, d]" if name == "q" else KV_CACHE_SHAPES

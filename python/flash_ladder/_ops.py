@@ -334,7 +334,7 @@ def attention(q, k, v, *, causal=False, scale=None, kernel="best", return_lse=Fa
 
 
 # ------------------------------------------------------------------------------------------------
-# Serving: attention over a K/V cache (rung 39), flash_ladder::attention_with_kvcache
+# Serving: attention over a K/V cache (rungs 39 on), flash_ladder::attention_with_kvcache
 # ------------------------------------------------------------------------------------------------
 def _optional_spec(t):
     return None if t is None else spec(t)
@@ -456,7 +456,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     negative length or page number is undefined behaviour (torch's indexing wraps it).
     causal: bottom-right per sequence (query i of sequence b sees key j iff
     j <= i + cache_seqlens[b] - Nq: the new tokens are the last of the sequence). softmax_scale:
-    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 39
+    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 40
     for a call with cache_seqlens or block_table) or a rung number.
 
     Returns O, a new contiguous [B, Nq, H_q, d] tensor of q's dtype, and with return_lse=True also
@@ -471,7 +471,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     requires grad, but backward() through it raises RuntimeError saying so.
 
     Argument errors raise ValueError / TypeError naming the argument and the rule; the library's
-    refusals (a page size rung 39 does not take, a call too long for decode, 16-byte alignment)
+    refusals (a page size that is no multiple of 16, a call too long for decode, 16-byte alignment)
     raise flash_ladder.UnsupportedError with the library's message.
     """
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
