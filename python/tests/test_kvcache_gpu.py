@@ -1,8 +1,7 @@
 """flash_ladder.attention_with_kvcache on the GPU (the rungs with a K/V cache, 39 on: "best" takes
-the highest, and some tests name rung 39), against a
-reference built in torch: per sequence, its pages gathered and its first cache_seqlens[b] keys
+the highest, and some tests name rung 39), against a reference built in torch: per sequence, its pages gathered and its first cache_seqlens[b] keys
 taken, then softmax(scale q k^T) v in fp32 with the bottom-right causal mask (the lengths ragged,
-0 included; block tables shuffled; pages of 64 and 256 keys; GQA and MHA; Nq 1 and 4; fp16 and
+0 included; block tables shuffled; pages of 64, 256 and 32 keys; GQA and MHA; Nq 1 and 4; fp16 and
 bf16). A decode loop captured in a CUDA graph and replayed after the cache, the lengths and the
 block table changed in place; torch.compile (fullgraph=True); the missing backward; the
 library's refusals.
