@@ -254,6 +254,27 @@ def select_kernels(ladder, wanted, pool=None, option="--kernels"):
     return chosen
 
 
+def captured(fn):
+    """fn as the replay of a CUDA graph of one call of it (warmed up on a side stream first, as
+    torch asks), and True; fn itself and False where the capture fails. A decode loop runs its
+    step in a graph: timing the replay leaves the host's work in front of a call out."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except RuntimeError as e:
+        why = (str(e).splitlines() or [type(e).__name__])[0][:160]
+        print(f"  not captured, timed eagerly: {why}")
+        torch.cuda.synchronize()
+        return fn, False
+    return graph.replay, True
+
+
 def balanced_rounds(rounds, timer, timed):
     """Rounds 1 .. R - 1 after round 0 (which checked the outputs): `timed` is [(row, the timed
     call)] in round 0's order, reversed in every other round; each row's ms becomes the median of

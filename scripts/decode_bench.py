@@ -249,25 +249,6 @@ def sdpa_call(backend, qv, kv, vv, causal, scale):
     return call
 
 
-def captured(fn):
-    """fn as the replay of a CUDA graph of one call of it (warmed up on a side stream first, as
-    torch asks), and True; fn itself and False where the capture fails."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    try:
-        with torch.cuda.graph(graph):
-            fn()
-    except RuntimeError as e:
-        print(f"  not captured, timed eagerly: {first_line(e)}")
-        torch.cuda.synchronize()
-        return fn, False
-    return graph.replay, True
-
-
 def ladder_name(ladder, number):
     return next(kn.name for kn in ladder.kernels if kn.number == number)
 
@@ -339,7 +320,7 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
         out = call()
         graph_note = {}
         if args.graphs:
-            call, graph_note["graph"] = captured(call)
+            call, graph_note["graph"] = cs.captured(call)
         ms, reps = timer.time(call)
         err_b0 = cs.max_err(out[0].transpose(0, 1), ref)
         if flash_out is None and impl == "sdpa_flash":
@@ -359,7 +340,7 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
         torch.ops.aten.sum.default(vflat, dtype=torch.float32)
     ceiling_note = {}
     if args.graphs:
-        ceiling, ceiling_note["graph"] = captured(ceiling)
+        ceiling, ceiling_note["graph"] = cs.captured(ceiling)
     ms, reps = timer.time(ceiling)
     timed.append((add_row(CEILING, ms, reps, **ceiling_note), ceiling))
 
@@ -387,7 +368,7 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
         run = functools.partial(ladder.run, number, params)
         run_note = {}
         if args.graphs:
-            run, run_note["graph"] = captured(run)
+            run, run_note["graph"] = cs.captured(run)
         ms, reps = timer.time(run)
         torch.cuda.synchronize()
         # The output of the last timed run is the one checked: against SDPA flash's, or where

@@ -101,26 +101,18 @@ def main():
                     print(f"  B={b} Nk={nk} {name}: output {what}")
             # Each arm captured in a CUDA graph (as a decode loop runs it) and timed by replay: a
             # call of 10-100 us would otherwise time the Python in front of its launches.
-            graphs = {}
-            for name, fn in arms.items():
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    fn()
-                torch.cuda.current_stream().wait_stream(side)
-                graphs[name] = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graphs[name]):
-                    fn()
+            graphs = {name: cs.captured(fn) for name, fn in arms.items()}  # (replay, captured)
             times = {name: [] for name in arms}
             names = list(arms)
             for r in range(args.rounds):
                 for name in (names if r % 2 == 0 else names[::-1]):
-                    times[name].append(timer.time(graphs[name].replay)[0])
+                    times[name].append(timer.time(graphs[name][0])[0])
             kv = 2 * b * hkv * nk * args.d * 2
             for name in names:
                 ms = statistics.median(times[name])
                 rows.append(dict(arm=name, B=b, Nk=nk, H=hq, H_kv=hkv, Nq=args.nq, d=args.d,
-                                 ms=ms, round_ms=times[name], gbps=kv / (ms * 1e-3) / 1e9))
+                                 ms=ms, round_ms=times[name], gbps=kv / (ms * 1e-3) / 1e9,
+                                 graph=graphs[name][1]))
             del q, k, v, arms, graphs
             torch.cuda.empty_cache()
     if args.out:
