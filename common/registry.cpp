@@ -108,12 +108,18 @@ const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why) {
   BwdParams sized = b;
   sized.workspace_bytes = INT64_MAX;
   if (sized.workspace == nullptr) sized.workspace = reinterpret_cast<void*>(256);  // never read
+  // Two tracks share the numbers: the Hopper rungs (33-36, compute capability 9.0) are faster
+  // than any mma.sync rung where they take a call, the later mma.sync rung 41 included, so
+  // they are asked first; within a track, the highest number.
   std::string reasons;
   const auto& kernels = backward_kernels();
-  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
-    const std::string no = why_unsupported_backward(**it, sized);
-    if (no.empty()) return *it;
-    reasons += "\n  " + no;
+  for (const bool hopper : {true, false}) {
+    for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
+      if (((*it)->min_sm >= 90) != hopper) continue;
+      const std::string no = why_unsupported_backward(**it, sized);
+      if (no.empty()) return *it;
+      reasons += "\n  " + no;
+    }
   }
   if (why != nullptr) *why = "no backward kernel of this build supports this call:" + reasons;
   return nullptr;

@@ -671,7 +671,7 @@ TEST(BackwardRules, RefusalsOfTheGridNameTheKernel) {
   }
 }
 
-TEST(BackwardRules, BestIsTheHighestBackwardRungThatTakesTheCall) {
+TEST(BackwardRules, BestIsTheHighestRungThatTakesTheCallHopperTrackFirst) {
   using fl::DType;
   const fl::ProblemSpec shapes[] = {
       ladder_minimum(DType::f16), ladder_minimum(DType::bf16),
@@ -682,9 +682,12 @@ TEST(BackwardRules, BestIsTheHighestBackwardRungThatTakesTheCall) {
   for (const fl::ProblemSpec& s : shapes) {
     SCOPED_TRACE(s.describe());
     const fl::KernelInfo* expected = nullptr;
+    // Sorted: the last one that takes the call wins, a Hopper rung (compute capability 9.0)
+    // over any mma.sync rung.
     for (const fl::KernelInfo* k : fl::backward_kernels()) {
-      if (fl::why_unsupported_backward(*k, fl::placeholder_bwd_params(s, *k)).empty()) {
-        expected = k;  // sorted: the last one wins
+      if (fl::why_unsupported_backward(*k, fl::placeholder_bwd_params(s, *k)).empty() &&
+          (expected == nullptr || k->min_sm >= 90 || expected->min_sm < 90)) {
+        expected = k;
       }
     }
     // Whether or not the caller has a workspace yet: best does not judge its size.

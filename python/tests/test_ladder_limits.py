@@ -7,7 +7,9 @@ tracked tree stays small. CPU only: the files are read as text.
 register Op::backward, 29 on) are compared with each other, 30 with 29, 31 with 30 and so on; the
 first of them (29) starts its track, as rung 00 does, and has no diff limit. The serving track
 (decode, 37 on: the forward rungs from the one whose banner says it is the first rung of the
-serving track) is a track of its own the same way."""
+serving track) is a track of its own the same way. Where a banner's "builds on: NN" names another
+rung of the same track than the one before it in number (rung 41, the last mma.sync backward,
+builds on 32, not on the Hopper rung 36), that rung is the one before."""
 import difflib
 import glob
 import os
@@ -57,6 +59,16 @@ def serving_rungs():
         return set()
     backward = backward_rungs()
     return {int(r[:2]) for r in rungs() if int(r[:2]) >= first and int(r[:2]) not in backward}
+
+
+def builds_on(rung):
+    """The number the banner's "// builds on: NN" line names, or None."""
+    for path in glob.glob(os.path.join(KERNELS, rung, "*.cu")):
+        with open(path, encoding="utf-8") as f:
+            m = re.search(r"^// builds on: (\d\d)\b", f.read(), re.M)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 def track_of(number, backward, serving):
@@ -109,6 +121,9 @@ class Limits(unittest.TestCase):
             for before, rung in zip(names, names[1:]):
                 if int(rung[:2]) < FIRST_SPLIT_RUNG:
                     continue
+                named = builds_on(rung)
+                if named is not None and int(before[:2]) != named:
+                    before = next((r for r in names if int(r[:2]) == named), before)
                 with self.subTest(rung=rung):
                     n = changed_lines(code_lines(before), code_lines(rung))
                     self.assertLessEqual(n, MAX_CHANGED_LINES, f"{before} -> {rung}: {n} lines")
@@ -127,6 +142,14 @@ class Limits(unittest.TestCase):
         self.assertIn(37, serving)
         self.assertEqual(min(serving), 37)
         self.assertNotIn(37, backward_rungs())
+
+    def test_a_rung_is_held_to_the_rung_it_builds_on(self):
+        """Rung 41 builds on rung 32 (its banner says so), which is before it in the backward
+        track; the Hopper rungs 33-36 come between them in number."""
+        if not glob.glob(os.path.join(KERNELS, "41_*", "*.cu")):
+            self.skipTest("no rung 41 in this tree")
+        self.assertEqual(builds_on("41_bwd_lean_step"), 32)
+        self.assertEqual(builds_on("30_bwd_trans"), 29)
 
     def test_the_diff_counts_what_changed(self):
         a = ["int a;", "int b;", "int c;"]
