@@ -12,7 +12,11 @@ reversed every other round; each arm the median of its rounds):
   * plain: flash_ladder.attention on the same cache without lengths (layout "bnhd"), the call
     the decode rungs took before the cache.
 
-bytes = 2 x B x H_kv x Nk x d x 2; each arm captured in a CUDA graph and timed by its replay, the
+With --ragged, each sequence has its own length, drawn uniformly from [Nk / 4, Nk] (seeded), in a
+cache of capacity Nk (the rule that picks the splits reads the capacity); the plain arm, which
+has no lengths, is left out. bytes = 2 x H_kv x (the sum of the lengths) x d x 2, which is
+2 x B x H_kv x Nk x d x 2 without --ragged; each arm captured in a CUDA graph and timed by its
+replay, the
 L2 flushed before every run (compare_sdpa's Timer). Every arm's output must equal the contiguous
 arm's bit for bit (the same keys in the same order of tiles), else the script exits 1; an arm
 whose pages do not divide Nk (a capacity past Nk, from which the splits are decided) is held to
@@ -62,6 +66,8 @@ def main():
     ap.add_argument("--pages", default="64,256")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--ragged", action="store_true",
+                    help="a length per sequence, uniform in [Nk / 4, Nk]; no plain arm")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     hq, hkv = (int(x) for x in args.heads.split("/"))
@@ -74,10 +80,15 @@ def main():
             q = torch.randn(b, args.nq, hq, args.d, generator=gen).half().cuda()
             k = torch.randn(b, nk, hkv, args.d, generator=gen).half().cuda()
             v = torch.randn(b, nk, hkv, args.d, generator=gen).half().cuda()
-            lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
+            if args.ragged:
+                lens = torch.randint(max(1, nk // 4), nk + 1, (b,), generator=gen,
+                                     dtype=torch.int32).cuda()
+            else:
+                lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
             arms = {"contiguous": lambda: flash_ladder.attention_with_kvcache(
-                        q, k, v, cache_seqlens=lens, causal=False),
-                    "plain": lambda: flash_ladder.attention(q, k, v, layout="bnhd")}
+                        q, k, v, cache_seqlens=lens, causal=False)}
+            if not args.ragged:
+                arms["plain"] = lambda: flash_ladder.attention(q, k, v, layout="bnhd")
             for page in (int(x) for x in args.pages.split(",")):
                 kp, vp, table = paged_copy(k, v, page, gen)
                 arms[f"paged {page}"] = (lambda kp=kp, vp=vp, table=table:
@@ -107,12 +118,13 @@ def main():
             for r in range(args.rounds):
                 for name in (names if r % 2 == 0 else names[::-1]):
                     times[name].append(timer.time(graphs[name][0])[0])
-            kv = 2 * b * hkv * nk * args.d * 2
+            keys = int(lens.sum().item())
+            kv = 2 * hkv * keys * args.d * 2
             for name in names:
                 ms = statistics.median(times[name])
                 rows.append(dict(arm=name, B=b, Nk=nk, H=hq, H_kv=hkv, Nq=args.nq, d=args.d,
-                                 ms=ms, round_ms=times[name], gbps=kv / (ms * 1e-3) / 1e9,
-                                 graph=graphs[name][1]))
+                                 ragged=args.ragged, keys=keys, ms=ms, round_ms=times[name],
+                                 gbps=kv / (ms * 1e-3) / 1e9, graph=graphs[name][1]))
             del q, k, v, arms, graphs
             torch.cuda.empty_cache()
     if args.out:
