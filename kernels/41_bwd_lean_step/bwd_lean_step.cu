@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(128) convert_dq(BwdParams b, const float* dq_a
 //   - moving 8 rows (any multiple of 8) keeps r % 8: the address moves by a constant;
 //   - moving the columns by 16 j (two chunks a slice) XORs the address with 32 j: chunk
 //     2 j + x of a lane (x < 2) is (2 j) ^ x, so its swizzled chunk is (2 j) ^ (x ^ r % 8), and
-//     the XOR touches bits 4-8 of the byte address only, below the row.
+//     the XOR touches bits 5-8 of the byte address only, below the row.
 // lane_a, lane_b, lane_bt and lane_at below are the lane's byte offset for the first fragment
 // of the four ldmatrix patterns (rung 32's load_a, load_b, load_b_trans, load_a_trans).
 
