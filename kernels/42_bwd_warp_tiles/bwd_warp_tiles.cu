@@ -8,7 +8,7 @@
 //               read from shared memory, where the warps that made them store them: 48 ldmatrix
 //               a step, not 64; the copy of the next step is issued after the first barrier
 //            3. dQ: a warp computes 32 queries x d / 4 (a 2 x 4 grid): 32 ldmatrix, not 40
-// expect:    144 ldmatrix a warp a step where rung 41 has 184, for the same 160 mma and 16 more
+// expect:    144 ldmatrix a warp a step where rung 41 has 184, for the same 320 mma and 16 more
 //            32-bit shared stores (Pᵀ); ncu: fewer shared-memory wavefronts, a busier tensor pipe
 // supports:  fp16, bf16; d in {64, 128, 256}; any Nq, Nk >= 1; causal or not; GQA/MQA; any
 //            strides (rows 16-byte aligned), both layouts; the forward's LSE required
@@ -552,6 +552,20 @@ std::string supports(const BwdParams& b) {
   if (p.seqlen_q > (int64_t{1} << 30) || p.seqlen_k > (int64_t{1} << 30)) {
     return "Nq and Nk must be <= 2^30";
   }
+  // The block's shared memory, against what this device gives a block.
+  const int smem = p.head_dim == 64    ? smem_bytes<64>()
+                   : p.head_dim == 128 ? smem_bytes<128>()
+                                       : smem_bytes<256>();
+  int device = 0, max_smem = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+          cudaSuccess &&
+      smem > max_smem) {
+    return "needs " + std::to_string(smem / 1024) + " KiB of shared memory per block at d = " +
+           std::to_string(p.head_dim) + " (the device allows " + std::to_string(max_smem / 1024) +
+           " KiB)";
+  }
+  cudaGetLastError();  // leave no error behind (no device: the registry reports that)
   return "";
 }
 

@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(kThreads) bwd_main(BwdParams b, const float* d
     copy_row<kBr>(aL + st * kRowBytes, l_in + irow, 0);
     copy_row<kBr>(aD + st * kRowBytes, d_in + irow, 32);
   };
-  auto advance = [&]() {  // to the next step's tile: 64 rows on, or the next head's first
+  auto advance = [&]() {  // to the next step's tile: kBr rows on, or the next head's first
     iq += kBr;
     irow += kBr;
     cq.at += kBr * p.q_stride.row;
@@ -327,7 +327,7 @@ __global__ void __launch_bounds__(kThreads) bwd_main(BwdParams b, const float* d
   // constant on, a slice kk is XOR 32 kk.
   //   Sᵀ, dPᵀ: A = the warp's keys of sK, sV; B = the warp's 32 queries of sQ, sdO.
   //   dV, dK:  A = the warp's keys of sPt, sdSt; B = sdO, sQ by .trans, dims of the warp's half.
-  //   dQ:      A = dS by .trans of sdSt, queries of the warp's half; B = sK by .trans.
+  //   dQ:      A = dS by .trans of sdSt, the warp's 32 queries; B = sK by .trans.
   const uint32_t fa_k = aK + lane_a(kD, kKW * kw), fa_v = aV + lane_a(kD, kKW * kw);
   const uint32_t fb = lane_b(kD, kWQ * half);
   const uint32_t fa_p = aPt + lane_a(kBr, kKW * kw), fa_ds = adSt + lane_a(kBr, kKW * kw);
@@ -567,6 +567,20 @@ std::string supports(const BwdParams& b) {
   if (p.seqlen_q > (int64_t{1} << 30) || p.seqlen_k > (int64_t{1} << 30)) {
     return "Nq and Nk must be <= 2^30";
   }
+  // The block's shared memory, against what this device gives a block.
+  const int smem = p.head_dim == 64    ? smem_bytes<64>()
+                   : p.head_dim == 128 ? smem_bytes<128>()
+                                       : smem_bytes<256>();
+  int device = 0, max_smem = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+          cudaSuccess &&
+      smem > max_smem) {
+    return "needs " + std::to_string(smem / 1024) + " KiB of shared memory per block at d = " +
+           std::to_string(p.head_dim) + " (the device allows " + std::to_string(max_smem / 1024) +
+           " KiB)";
+  }
+  cudaGetLastError();  // leave no error behind (no device: the registry reports that)
   return "";
 }
 
