@@ -103,6 +103,20 @@ int64_t workspace_bytes(const KernelInfo& kernel, const AttnParams& p) {
   return kernel.workspace(p);
 }
 
+std::string shared_memory_refusal(int smem_bytes, int head_dim) {
+  int device = 0, max_smem = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+          cudaSuccess &&
+      smem_bytes > max_smem) {
+    return "needs " + std::to_string(smem_bytes / 1024) + " KiB of shared memory per block at d = " +
+           std::to_string(head_dim) + " (the device allows " + std::to_string(max_smem / 1024) +
+           " KiB)";
+  }
+  cudaGetLastError();  // leave no error behind (no device: the registry reports that)
+  return "";
+}
+
 const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why) {
   // The workspace is the caller's to size for the kernel chosen: judge every other rule.
   BwdParams sized = b;

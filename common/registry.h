@@ -91,6 +91,12 @@ std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
 // alone, as the workspace's size (fl_workspace_size).
 std::string why_unsupported_by_rules(const KernelInfo& kernel, const AttnParams& p);
 
+// The shared-memory rule of a rung whose block is large, for its supports: "" when a block of
+// smem_bytes fits what the current device gives one block (or no device answers: the registry
+// reports that, and no CUDA error is left behind), else "needs X KiB of shared memory per block
+// at d = D (the device allows Y KiB)".
+std::string shared_memory_refusal(int smem_bytes, int head_dim);
+
 // The same for the backward: check_backward, the kernel's op, its supports_backward, the device,
 // and the workspace size (at least workspace_bytes). A forward rung is refused.
 std::string why_unsupported_backward(const KernelInfo& kernel, const BwdParams& b);

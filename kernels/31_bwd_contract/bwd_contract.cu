@@ -434,17 +434,7 @@ std::string supports(const BwdParams& b) {
   const int smem = p.head_dim == 64    ? smem_bytes<64>()
                    : p.head_dim == 128 ? smem_bytes<128>()
                                        : smem_bytes<256>();
-  int device = 0, max_smem = 0;
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
-          cudaSuccess &&
-      smem > max_smem) {
-    return "needs " + std::to_string(smem / 1024) + " KiB of shared memory per block at d = " +
-           std::to_string(p.head_dim) + " (the device allows " + std::to_string(max_smem / 1024) +
-           " KiB)";
-  }
-  cudaGetLastError();  // leave no error behind (no device: the registry reports that)
-  return "";
+  return shared_memory_refusal(smem, p.head_dim);
 }
 
 template <typename T, int kHeadDim>

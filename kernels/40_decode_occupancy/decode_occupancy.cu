@@ -502,17 +502,7 @@ std::string supports(const AttnParams& p) {
   if (p.heads_kv > 65535) return "H_kv must be <= 65535 (the grid's y dimension)";
   int smem = 0;
   with_head_dim(p.head_dim, [&](auto d) { smem = smem_bytes<decltype(d)::value>(); });
-  int device = 0, max_smem = 0;
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
-          cudaSuccess &&
-      smem > max_smem) {
-    return "needs " + std::to_string(smem / 1024) + " KiB of shared memory per block at d = " +
-           std::to_string(p.head_dim) + " (the device allows " + std::to_string(max_smem / 1024) +
-           " KiB)";
-  }
-  cudaGetLastError();  // leave no error behind (no device: the registry reports that)
-  return "";
+  return shared_memory_refusal(smem, p.head_dim);
 }
 
 // The rows the block computes: Nq g rounded up to whole warps of 16 (the padding warps skip).
