@@ -510,3 +510,20 @@ TEST(Registry, KvCacheCallsNeedAKernelWithKvCache) {
 }
 
 }  // namespace
+
+TEST(Registry, SharedMemoryRefusalNamesBothSizes) {
+  // A block of no bytes fits anywhere.
+  EXPECT_EQ(fl::shared_memory_refusal(0, 128), "");
+  std::string why;
+  if (!fl::gpu_available(&why)) {
+    // No device answers: the rule says nothing (the registry reports the missing device).
+    EXPECT_EQ(fl::shared_memory_refusal(1 << 30, 64), "");
+    return;
+  }
+  // On a GPU: a block no device holds is refused with both sizes, and no CUDA error is left.
+  const std::string no = fl::shared_memory_refusal(1 << 30, 64);
+  EXPECT_EQ(no.rfind("needs 1048576 KiB of shared memory per block at d = 64 (the device allows ", 0),
+            0u)
+      << no;
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
