@@ -123,7 +123,7 @@ const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why) {
   sized.workspace_bytes = INT64_MAX;
   if (sized.workspace == nullptr) sized.workspace = reinterpret_cast<void*>(256);  // never read
   // Two tracks share the numbers: the Hopper rungs (33-36, compute capability 9.0) are faster
-  // than any mma.sync rung where they take a call, the later mma.sync rungs 41-44 included, so
+  // than any mma.sync rung where they take a call, the later mma.sync rungs 41-45 included, so
   // they are asked first; within a track, the highest number.
   std::string reasons;
   const auto& kernels = backward_kernels();
