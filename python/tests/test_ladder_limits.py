@@ -8,8 +8,9 @@ register Op::backward, 29 on) are compared with each other, 30 with 29, 31 with 
 first of them (29) starts its track, as rung 00 does, and has no diff limit. The serving track
 (decode, 37 on: the forward rungs from the one whose banner says it is the first rung of the
 serving track) is a track of its own the same way. Where a banner's "builds on: NN" names another
-rung of the same track than the one before it in number (rung 41, the last mma.sync backward,
-builds on 32, not on the Hopper rung 36), that rung is the one before."""
+rung of the same track than the one before it in number (rung 41, the first of the last
+mma.sync backward rungs, 41-45, builds on 32, not on the Hopper rung 36), that rung is the one
+before."""
 import difflib
 import glob
 import os
