@@ -18,7 +18,8 @@
 //                 by the pass rule, the LSE as verify holds it; an empty sequence's rows exactly
 //                 O = 0, LSE = -inf; two runs bitwise equal; the workspace poisoned (NaN) first
 //   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
-//                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike; a table that maps pages in order, and lengths
+//                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike,
+//                 rung 46 equals rung 40 always (the same splits, the same sums); a table that maps pages in order, and lengths
 //                 all at the capacity, equal the plain call bit for bit; lengths outside
 //                 [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -629,6 +630,48 @@ TEST(PagedSame, Rung40IsRung39BitForBitWhereItSplitsAlike) {
     }
   }
   EXPECT_GE(same_splits, 2 * 3 * 3) << "every call at d <= 96";
+}
+
+TEST(PagedSame, Rung46IsRung40BitForBit) {
+  // Rung 46 changes how the combine reads the partials (all the LSEs at once, the partials' loads
+  // eight splits at a time), not the splits or the sum: the same weights, added in the same
+  // order, write the same bits. MQA at B = 1 (one KV head) splits a long cache over more than 32
+  // blocks, so that the LSEs of a row fill more than one register of the lanes; B = 3 has a row
+  // with one key (every split but the first empty) and ragged lengths; B = 16 fills an H100's
+  // SMs at d = 128 (one split: no combine). Cache calls (pages of 64 and 16) and plain ones.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k40 = forward_rung(40);
+  const fl::KernelInfo* k46 = forward_rung(46);
+  if (k40 == nullptr || k46 == nullptr) GTEST_SKIP() << "rungs 40 and 46 are not both built";
+  int split_calls = 0;
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (int64_t batch : {1, 3, 16}) {
+      for (int64_t page : {0, 64, 16}) {
+        CacheCase c;
+        c.t = d % 64 == 0 ? fl::DType::f16 : fl::DType::bf16;
+        c.d = d;
+        c.capacity = batch == 1 ? 16384 : 1024;
+        if (batch == 1) c.hkv = 1;  // MQA: one block a split
+        c.page = page;
+        c.with_lengths = page != 0 || batch != 16;
+        c.lengths.assign(batch, static_cast<int32_t>(c.capacity));
+        if (batch == 3) c.lengths = {1024, 1, 700};
+        c.seed = 46 + d + batch + page;
+        SCOPED_TRACE(c.describe());
+        const HostData h = make_host_data(c);
+        const RunResult a = run_case(*k40, c, h);
+        SKIP_ON_SHARED_MEMORY(a);
+        const RunResult b = run_case(*k46, c, h);
+        ASSERT_EQ(a.refused, "");
+        ASSERT_EQ(b.refused, "");
+        EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 40's splits";
+        EXPECT_EQ(bitwise_differences(a, b), 0);
+        EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+        if (a.workspace_bytes > 0) ++split_calls;
+      }
+    }
+  }
+  EXPECT_GE(split_calls, 2 * 4 * 3) << "B = 1 and 3 split at every d";
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
