@@ -3,7 +3,8 @@
 // builds on: 40 (decode_occupancy: rung 39's paged split decode with big tiles in three
 //            stages), whose combine merges a row's splits in a loop that reads, for each
 //            split in turn, its LSE, then its partial O: two round trips to memory a split,
-//            one after the other (15 splits at B = 1, GQA 32/8, d = 128: about 10 us)
+//            one after the other (14 splits at B = 1, GQA 32/8, d = 128, Nk = 1024: about
+//            10 us under the profiler)
 // changes:   the combine (decode_kernel is rung 40's):
 //            1. each lane loads the LSEs of splits lane, lane + 32, ... at once and keeps them
 //               in registers: the maximum, the sum and every split's weight from them, with
@@ -443,8 +444,9 @@ __global__ void __launch_bounds__(kThreads)
 //   m = max_s LSE_s, LSE = m + ln sum_s exp(LSE_s - m), O = sum_s exp(LSE_s - LSE) O_s,
 // a split with LSE_s = -inf (no key of its chunk for this row) skipped. Every split empty: the
 // sum is 0, O = 0 and LSE = -inf. A NaN partial is never skipped: it reaches O and the LSE.
-// Every split's block writes its partial of every real row (O = 0 where it saw no key), so
-// each partial can be loaded before its LSE is looked at.
+// Every split's block writes its partial of every real row, so each partial can be loaded
+// before its LSE is looked at (a split past the last reloads the last: no load leaves the
+// workspace); what is added is decided by the LSE alone, as in rung 40.
 template <typename T, int kHeadDim>
 __global__ void __launch_bounds__(kThreads)
     combine_kernel(const AttnParams p, const float* part_o, const float* part_lse, int splits) {
