@@ -602,8 +602,8 @@ const KernelInfo& kernel_40() {
     KernelInfo k;
     k.number = 40;
     k.slug = "decode_occupancy";
-    k.title = "decode on a paged K/V cache: a block table maps each sequence's keys to pages, "
-              "each sequence with its own length";
+    k.title = "decode: big tiles in three stages, two blocks an SM, a split grid's block alone on "
+              "its SM";
     k.doc = "docs/kernels/40_decode_occupancy.md";
     k.min_sm = 80;
     k.tile = k40_decode_occupancy::tile;
