@@ -638,7 +638,8 @@ TEST(PagedSame, Rung46IsRung40BitForBit) {
   // order, write the same bits. MQA at B = 1 (one KV head) splits a long cache over more than 32
   // blocks, so that the LSEs of a row fill more than one register of the lanes; B = 3 has a row
   // with one key (every split but the first empty) and ragged lengths; B = 16 fills an H100's
-  // SMs at d = 128 (one split: no combine). Cache calls (pages of 64 and 16) and plain ones.
+  // SMs at d = 128 and 192 (one split: no combine; two or three at d = 64 and 96). Cache calls
+  // (pages of 64 and 16) and plain ones.
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k40 = forward_rung(40);
   const fl::KernelInfo* k46 = forward_rung(46);

@@ -488,8 +488,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t next = rows * kHeadDim;  // one split on
   // Splits t0 .. t0 + kBatch - 1 (in one register of the lanes: kBatch divides 32): their
   // weights and LSEs by shuffle, their partials' loads first (a split past the last loads the
-  // last again; an empty one loads its zeros), then the FMAs of the live ones in split order,
-  // rung 40's order.
+  // last again; an empty split's partial is loaded and not added), then the FMAs of the live
+  // ones in split order, rung 40's order.
   for (int t0 = 0; t0 < splits && sum != 0.f; t0 += kBatch) {  // warp-uniform
     const int i = t0 / 32;
     float wi = w[0], li = ls[0];

@@ -1,7 +1,7 @@
-// Rung 38's split rule and its workspace (rung 39's copy: a rung includes only its own files),
-// and rung 40's one change to what the rule is told, in plain integers (no CUDA): the kernel's
-// host side asks them with the device's figures, the tests with made-up ones. The rule is asked
-// with the capacity seqlen_k (the host cannot read the cache lengths).
+// Rung 38's split rule and its workspace (rung 46's copy of rung 40's: a rung includes only its
+// own files), and rung 40's one change to what the rule is told, in plain integers (no CUDA):
+// the kernel's host side asks them with the device's figures, the tests with made-up ones. The
+// rule is asked with the capacity seqlen_k (the host cannot read the cache lengths).
 //
 // A decode grid has blocks = B x H_kv blocks. Where they fill the GPU there is nothing to gain:
 // one split. Else each (KV head, batch) may be cut into s chunks of whole key tiles, s blocks in
