@@ -12,7 +12,9 @@
 //   5. an mbarrier ring of 2 stages driven through 40 TMA loads (full/empty barriers, parity
 //      waits): a consumer that read a stage early would copy the tile of two loads before;
 //   6. the way out: a warpgroup's accumulator-layout fragment through stmatrix into a swizzled
-//      tile, then one TMA store of the box, inside the tensor and clipped at its end.
+//      tile, then one TMA store of the box, inside the tensor and clipped at its end;
+//   7. programmatic dependent launch: a second grid that starts while the first runs, and waits
+//      (griddepcontrol.wait) before it reads the first's writes.
 // Every comparison is exact: small integers are exact in fp16, bf16 and fp32 sums; TMA moves bits.
 // GPU tests need compute capability 9.0 (this binary holds sm_90a code only) and skip otherwise.
 //
@@ -27,6 +29,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iostream>
 #include <random>
 #include <set>
 #include <string>
@@ -38,6 +41,7 @@
 #include "common/ptx/cvt_fp8.cuh"
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
+#include "common/ptx/griddep.cuh"
 #include "common/ptx/mbarrier.cuh"
 #include "common/ptx/smem.cuh"
 #include "common/ptx/stmatrix.cuh"
@@ -844,6 +848,104 @@ TEST(BulkReduce, AddsSharedIntoGlobalOncePerBlockAndLeavesTheRestAlone) {
     }
   }
   EXPECT_EQ(wrong, 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Programmatic dependent launch (griddep.cuh)
+// ---------------------------------------------------------------------------------------------
+
+// The first grid: lets its dependent start at once, spins about `cycles` clock cycles, then writes
+// data[i] = i + 1.
+__global__ void griddep_first(int* data, long long cycles) {
+  fl::ptx::griddep_launch_dependents();
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+  data[blockIdx.x * blockDim.x + threadIdx.x] = blockIdx.x * blockDim.x + threadIdx.x + 1;
+}
+
+// The dependent: each block notes whether the first grid's last element was still unwritten when
+// it started (it ran beside the first grid), then waits and copies data.
+__global__ void griddep_second(const int* data, int* copy, int* early, int n) {
+  if (threadIdx.x == 0) {
+    early[blockIdx.x] = *static_cast<const volatile int*>(data + n - 1) == 0;
+  }
+  fl::ptx::griddep_wait();
+  copy[blockIdx.x * blockDim.x + threadIdx.x] = data[blockIdx.x * blockDim.x + threadIdx.x];
+}
+
+// The two grids on `stream`, the second launched as a programmatic dependent or plainly; the
+// number of its blocks that started while the first still ran, and of elements copied wrong.
+struct GriddepRun {
+  int started_early = 0, wrong = 0;
+};
+
+GriddepRun run_griddep(cudaStream_t stream, bool dependent) {
+  constexpr int kBlocks = 32, kThreads = 128, kN = kBlocks * kThreads;
+  fl::DeviceBuffer data(kN * 4), copy(kN * 4), early(kBlocks * 4);
+  FL_CUDA_CHECK(cudaMemset(data.get(), 0, kN * 4));
+  FL_CUDA_CHECK(cudaMemset(copy.get(), 0, kN * 4));
+  FL_CUDA_CHECK(cudaMemset(early.get(), 0, kBlocks * 4));
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  griddep_first<<<kBlocks, kThreads, 0, stream>>>(data.as<int>(), 2000000);  // about 1 ms
+  FL_CHECK_LAUNCH();
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kBlocks);
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = dependent ? 1 : 0;
+  FL_CUDA_CHECK(cudaLaunchKernelEx(&config, griddep_second,
+                                   static_cast<const int*>(data.as<int>()), copy.as<int>(),
+                                   early.as<int>(), kN));
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<int> host(kN), early_host(kBlocks);
+  FL_CUDA_CHECK(cudaMemcpy(host.data(), copy.get(), kN * 4, cudaMemcpyDeviceToHost));
+  FL_CUDA_CHECK(cudaMemcpy(early_host.data(), early.get(), kBlocks * 4, cudaMemcpyDeviceToHost));
+  GriddepRun r;
+  for (int i = 0; i < kN; ++i) r.wrong += host[i] != i + 1;
+  for (int b = 0; b < kBlocks; ++b) r.started_early += early_host[b];
+  return r;
+}
+
+// Launched as a programmatic dependent, on a stream of its own and on the legacy default stream
+// (stream 0), the second grid starts while the first still spins (some block sees the last element
+// unwritten) and, after its wait, reads every element written; launched plainly, no block starts
+// early. A wait that returned at once would copy zeros. Both kernels run once first: the first
+// launch of a kernel loads its module (lazy loading), and a host that loads while the first grid
+// spins launches the dependent too late to overlap (without the warm-up, 0 of 32 started early).
+TEST(Griddep, DependentStartsEarlyAndItsWaitSeesTheFirstGridsWrites) {
+  REQUIRE_HOPPER();
+  cudaStream_t own = nullptr;
+  FL_CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+  {
+    fl::DeviceBuffer warm(4 * 4);
+    griddep_first<<<1, 4, 0, own>>>(warm.as<int>(), 0);
+    griddep_second<<<1, 4, 0, own>>>(warm.as<int>(), warm.as<int>(), warm.as<int>() + 3, 4);
+    FL_CHECK_LAUNCH();
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  for (bool dependent : {true, false}) {
+    const GriddepRun r = run_griddep(own, dependent);
+    const GriddepRun legacy = run_griddep(nullptr, dependent);
+    std::cout << (dependent ? "dependent" : "plain") << ": blocks started early " << r.started_early
+              << " of 32 on a stream of its own, " << legacy.started_early
+              << " on the legacy default stream\n";
+    SCOPED_TRACE(dependent ? "launched as a dependent" : "launched plainly");
+    EXPECT_EQ(r.wrong, 0) << "elements copied before the first grid wrote them";
+    EXPECT_EQ(legacy.wrong, 0) << "the same, on the legacy default stream";
+    if (dependent) {
+      EXPECT_GT(r.started_early, 0) << "no block of the dependent ran beside the first grid";
+      EXPECT_GT(legacy.started_early, 0) << "the same, on the legacy default stream";
+    } else {
+      EXPECT_EQ(r.started_early, 0);
+      EXPECT_EQ(legacy.started_early, 0);
+    }
+  }
+  FL_CUDA_CHECK(cudaStreamDestroy(own));
 }
 
 }  // namespace

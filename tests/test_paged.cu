@@ -19,9 +19,10 @@
 //                 O = 0, LSE = -inf; two runs bitwise equal; the workspace poisoned (NaN) first
 //   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
 //                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike,
-//                 rung 46 equals rung 40 always (the same splits, the same sums); a table that maps pages in order, and lengths
-//                 all at the capacity, equal the plain call bit for bit; lengths outside
-//                 [0, Nk] run as the clamped ones
+//                 rung 46 equals rung 40 always (the same splits, the same sums), and rung 47
+//                 rung 46; a table that maps pages in order, and lengths all at the capacity,
+//                 equal the plain call bit for bit; lengths outside [0, Nk] run as the clamped
+//                 ones
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -632,18 +633,19 @@ TEST(PagedSame, Rung40IsRung39BitForBitWhereItSplitsAlike) {
   EXPECT_GE(same_splits, 2 * 3 * 3) << "every call at d <= 96";
 }
 
-TEST(PagedSame, Rung46IsRung40BitForBit) {
-  // Rung 46 changes how the combine reads the partials (all the LSEs at once, the partials' loads
-  // eight splits at a time), not the splits or the sum: the same weights, added in the same
-  // order, write the same bits. MQA at B = 1 (one KV head) splits a long cache over more than 32
-  // blocks, so that the LSEs of a row fill more than one register of the lanes; B = 3 has a row
-  // with one key (every split but the first empty) and ragged lengths; B = 16 fills an H100's
-  // SMs at d = 128 and 192 (one split: no combine; two or three at d = 64 and 96). Cache calls
-  // (pages of 64 and 16) and plain ones.
-  FL_REQUIRE_GPU();
-  const fl::KernelInfo* k40 = forward_rung(40);
-  const fl::KernelInfo* k46 = forward_rung(46);
-  if (k40 == nullptr || k46 == nullptr) GTEST_SKIP() << "rungs 40 and 46 are not both built";
+// Rung `b` writes rung `a`'s bits wherever both run (the same splits, the same sums) over the
+// split grid below: MQA at B = 1 (one KV head) splits a long cache over more than 32 blocks, so
+// that the LSEs of a row fill more than one register of the lanes; B = 3 has a row with one key
+// (every split but the first empty) and ragged lengths; B = 16 fills an H100's SMs at d = 128 and
+// 192 (one split: no combine; two or three at d = 64 and 96). Cache calls (pages of 64 and 16)
+// and plain ones. run_case fills the workspace with NaN before each of its two runs: a combine
+// that read a partial before its split wrote it would write NaN.
+void expect_same_bits(int a_number, int b_number, int seed) {
+  const fl::KernelInfo* ka = forward_rung(a_number);
+  const fl::KernelInfo* kb = forward_rung(b_number);
+  if (ka == nullptr || kb == nullptr) {
+    GTEST_SKIP() << "rungs " << a_number << " and " << b_number << " are not both built";
+  }
   int split_calls = 0;
   for (int64_t d : {64, 96, 128, 192}) {
     for (int64_t batch : {1, 3, 16}) {
@@ -657,15 +659,15 @@ TEST(PagedSame, Rung46IsRung40BitForBit) {
         c.with_lengths = page != 0 || batch != 16;
         c.lengths.assign(batch, static_cast<int32_t>(c.capacity));
         if (batch == 3) c.lengths = {1024, 1, 700};
-        c.seed = 46 + d + batch + page;
+        c.seed = seed + d + batch + page;
         SCOPED_TRACE(c.describe());
         const HostData h = make_host_data(c);
-        const RunResult a = run_case(*k40, c, h);
+        const RunResult a = run_case(*ka, c, h);
         SKIP_ON_SHARED_MEMORY(a);
-        const RunResult b = run_case(*k46, c, h);
+        const RunResult b = run_case(*kb, c, h);
         ASSERT_EQ(a.refused, "");
         ASSERT_EQ(b.refused, "");
-        EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 40's splits";
+        EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "the same splits";
         EXPECT_EQ(bitwise_differences(a, b), 0);
         EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
         if (a.workspace_bytes > 0) ++split_calls;
@@ -673,6 +675,23 @@ TEST(PagedSame, Rung46IsRung40BitForBit) {
     }
   }
   EXPECT_GE(split_calls, 2 * 4 * 3) << "B = 1 and 3 split at every d";
+}
+
+TEST(PagedSame, Rung46IsRung40BitForBit) {
+  // Rung 46 changes how the combine reads the partials (all the LSEs at once, the partials' loads
+  // eight splits at a time), not the splits or the sum: the same weights, added in the same
+  // order, write the same bits.
+  FL_REQUIRE_GPU();
+  expect_same_bits(40, 46, 46);
+}
+
+TEST(PagedSame, Rung47IsRung46BitForBit) {
+  // Rung 47 launches rung 46's combine as the split kernel's programmatic dependent: its blocks
+  // start beside the split kernel and wait for it (on compute capability 9.0). The same kernels
+  // write the same bits, and a combine that did not wait would read the NaN run_case leaves in the
+  // workspace.
+  FL_REQUIRE_GPU();
+  expect_same_bits(46, 47, 47);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
