@@ -19,10 +19,10 @@
 //                 O = 0, LSE = -inf; two runs bitwise equal; the workspace poisoned (NaN) first
 //   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
 //                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike,
-//                 rung 46 equals rung 40 always (the same splits, the same sums), and rung 47
-//                 rung 46; a table that maps pages in order, and lengths all at the capacity,
-//                 equal the plain call bit for bit; lengths outside [0, Nk] run as the clamped
-//                 ones
+//                 rung 46 equals rung 40 always (the same splits, the same sums), rung 47
+//                 rung 46, and rung 48 rung 47 above 16 rows a block; a table that maps pages
+//                 in order, and lengths all at the capacity, equal the plain call bit for bit;
+//                 lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -639,8 +639,9 @@ TEST(PagedSame, Rung40IsRung39BitForBitWhereItSplitsAlike) {
 // (every split but the first empty) and ragged lengths; B = 16 fills an H100's SMs at d = 128 and
 // 192 (one split: no combine; two or three at d = 64 and 96). Cache calls (pages of 64 and 16)
 // and plain ones. run_case fills the workspace with NaN before each of its two runs: a combine
-// that read a partial before its split wrote it would write NaN.
-void expect_same_bits(int a_number, int b_number, int seed) {
+// that read a partial before its split wrote it would write NaN. many_rows: Nq = 2 at B = 1 (64
+// rows a block) and 8 at B = 3 and 16 (32 rows), else one query row (32 and 4 rows).
+void expect_same_bits(int a_number, int b_number, int seed, bool many_rows = false) {
   const fl::KernelInfo* ka = forward_rung(a_number);
   const fl::KernelInfo* kb = forward_rung(b_number);
   if (ka == nullptr || kb == nullptr) {
@@ -655,6 +656,7 @@ void expect_same_bits(int a_number, int b_number, int seed) {
         c.d = d;
         c.capacity = batch == 1 ? 16384 : 1024;
         if (batch == 1) c.hkv = 1;  // MQA: one block a split
+        if (many_rows) c.nq = batch == 1 ? 2 : 8;
         c.page = page;
         c.with_lengths = page != 0 || batch != 16;
         c.lengths.assign(batch, static_cast<int32_t>(c.capacity));
@@ -692,6 +694,14 @@ TEST(PagedSame, Rung47IsRung46BitForBit) {
   // workspace.
   FL_REQUIRE_GPU();
   expect_same_bits(46, 47, 47);
+}
+
+TEST(PagedSame, Rung48IsRung47BitForBitAboveSixteenRows) {
+  // Rung 48 changes the split kernel only where a block's rows fit in one warp (Nq x g <= 16);
+  // with more rows it runs rung 47's split kernel (the template's other instance), so the bits
+  // are rung 47's. Calls of 16 rows or fewer are held to the reference by the grids.
+  FL_REQUIRE_GPU();
+  expect_same_bits(47, 48, 48, /*many_rows=*/true);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
