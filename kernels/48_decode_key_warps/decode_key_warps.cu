@@ -9,8 +9,8 @@
 //            1. warp w takes keys [16 w, 16 w + 16) of every tile for all 16 rows: its S is
 //               16 x 16, its P V one k-step, its own running max, sum and O
 //            2. after the last tile the four (max, sum, O) merge through shared memory (the
-//               K/V ring's bytes, free by then): each warp rescales its O to the common max,
-//               and each sums a quarter of the columns and writes them
+//               Q tile's and the K/V ring's bytes, free by then): each warp rescales its O to
+//               the common max, and each sums a quarter of the columns and writes them
 //            more rows: rung 47's split kernel, unchanged (a template flag picks the kernel)
 // expect:    a split kernel's tile about four times shorter at one query row; the short calls
 //            (B = 1, Nk <= 32768) faster; Nq x g > 16 unchanged
@@ -161,7 +161,8 @@ __device__ __forceinline__ void copy_kv_rows(uint32_t dst, RowPtr row_ptr, int v
 // The end of a block with key warps. Warp w holds, for the rows 0-15, the largest score m_w of
 // its keys (raw), its lane's part of their sum l_w (the quad adds them) and O_w, not yet divided:
 // with M = max_w m_w c and f_w = 2^(m_w c - M), O = sum_w f_w O_w / L where L = sum_w f_w l_w,
-// and LSE = ln 2 (M + log2 L). The four go through shared memory, over the K/V ring. Then warp w
+// and LSE = ln 2 (M + log2 L), c = scale log2 e. The four go through shared memory, over the Q
+// tile and the K/V ring (read no more once every warp is past its last tile). Then warp w
 // writes columns [w d / 4, (w + 1) d / 4) of the real rows: lane 2 i + h row i, d / 8 columns.
 template <typename T, int kD>
 __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part_o,
@@ -178,7 +179,8 @@ __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part
   float* sO = reinterpret_cast<float*>(smem);
   float* sM = sO + 4 * 16 * kStride;
   float* sL = sM + 4 * 16;
-  // The ring is free once every warp is past its last tile (the groups still open are empty).
+  // Q and the ring are free once every warp is past its last tile (the groups still open are
+  // empty).
   ptx::cp_async::wait_group<0>();
   __syncthreads();
 #pragma unroll
