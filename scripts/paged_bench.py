@@ -23,6 +23,7 @@ whose pages do not divide Nk (a capacity past Nk, from which the splits are deci
 1e-2 instead. The last thing printed is a table: GB/s per arm and paged / contiguous.
 
   python3 scripts/paged_bench.py --out docs/results/h100_paged.json
+  python3 scripts/paged_bench.py --kernels 48,49 --pages 16,64,256   # two rungs, one process
 """
 import argparse
 import datetime
@@ -68,8 +69,15 @@ def main():
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--ragged", action="store_true",
                     help="a length per sequence, uniform in [Nk / 4, Nk]; no plain arm")
+    ap.add_argument("--kernels", default="best",
+                    help="the rungs that run every arm, comma-separated (default: best); with "
+                         "more than one, each arm's name ends in its rung and every arm is "
+                         "held to the first rung's contiguous arm")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
+    kernels = [x.strip() for x in args.kernels.split(",") if x.strip()]
+    if not kernels:
+        ap.error("--kernels is empty")
     hq, hkv = (int(x) for x in args.heads.split("/"))
     timer = cs.Timer(3, args.repeats, 1.0)
     gen = torch.Generator(device="cpu").manual_seed(11)
@@ -85,17 +93,25 @@ def main():
                                      dtype=torch.int32).cuda()
             else:
                 lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
-            arms = {"contiguous": lambda: flash_ladder.attention_with_kvcache(
-                        q, k, v, cache_seqlens=lens, causal=False)}
-            if not args.ragged:
-                arms["plain"] = lambda: flash_ladder.attention(q, k, v, layout="bnhd")
-            for page in (int(x) for x in args.pages.split(",")):
-                kp, vp, table = paged_copy(k, v, page, gen)
-                arms[f"paged {page}"] = (lambda kp=kp, vp=vp, table=table:
-                                         flash_ladder.attention_with_kvcache(
-                                             q, kp, vp, cache_seqlens=lens, block_table=table,
-                                             causal=False))
-            want = arms["contiguous"]()
+            pools = [(page, *paged_copy(k, v, page, gen))
+                     for page in (int(x) for x in args.pages.split(","))]
+            arms = {}
+            for kern in kernels:
+                tag = "" if len(kernels) == 1 else f" {kern}"
+                kn = kern if kern == "best" else int(kern)
+                arms["contiguous" + tag] = (lambda kn=kn: flash_ladder.attention_with_kvcache(
+                    q, k, v, cache_seqlens=lens, causal=False, kernel=kn))
+                if not args.ragged:
+                    arms["plain" + tag] = (lambda kn=kn: flash_ladder.attention(
+                        q, k, v, layout="bnhd", kernel=kn))
+                for page, kp, vp, table in pools:
+                    arms[f"paged {page}" + tag] = (lambda kp=kp, vp=vp, table=table, kn=kn:
+                                                   flash_ladder.attention_with_kvcache(
+                                                       q, kp, vp, cache_seqlens=lens,
+                                                       block_table=table, causal=False,
+                                                       kernel=kn))
+            first = "contiguous" + ("" if len(kernels) == 1 else f" {kernels[0]}")
+            want = arms[first]()
             for name, fn in arms.items():
                 out = fn()
                 page = int(name.split()[1]) if name.startswith("paged") else 0
@@ -125,7 +141,7 @@ def main():
                 rows.append(dict(arm=name, B=b, Nk=nk, H=hq, H_kv=hkv, Nq=args.nq, d=args.d,
                                  ragged=args.ragged, keys=keys, ms=ms, round_ms=times[name],
                                  gbps=kv / (ms * 1e-3) / 1e9, graph=graphs[name][1]))
-            del q, k, v, arms, graphs
+            del q, k, v, arms, graphs, pools
             torch.cuda.empty_cache()
     if args.out:
         with open(args.out, "w") as fh:
@@ -137,8 +153,10 @@ def main():
     print("\nGB/s of K + V (paged / contiguous)")
     for b, nk in dict.fromkeys((r["B"], r["Nk"]) for r in rows):
         cell = {r["arm"]: r["gbps"] for r in rows if (r["B"], r["Nk"]) == (b, nk)}
+        def contiguous(n):  # the contiguous arm of n's rung
+            return cell["contiguous" if len(kernels) == 1 else "contiguous " + n.split()[-1]]
         print(f"B={b:<3} Nk={nk:<7} " + "  ".join(
-            f"{n} {cell[n]:6.0f}" + (f" ({cell[n] / cell['contiguous']:.3f})" if "paged" in n
+            f"{n} {cell[n]:6.0f}" + (f" ({cell[n] / contiguous(n):.3f})" if "paged" in n
                                      else "") for n in names))
     sys.exit(1 if failed else 0)
 

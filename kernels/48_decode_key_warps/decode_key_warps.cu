@@ -205,7 +205,8 @@ __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part
     float* o = sO + (warp * 16 + row) * kStride + 2 * quad;
 #pragma unroll
     for (int nt = 0; nt < kOTiles; ++nt) {
-      *reinterpret_cast<float2*>(o + 8 * nt) = make_float2(rO[nt][2 * r] * f, rO[nt][2 * r + 1] * f);
+      *reinterpret_cast<float2*>(o + 8 * nt) =
+          make_float2(rO[nt][2 * r] * f, rO[nt][2 * r + 1] * f);
     }
   }
   __syncthreads();
