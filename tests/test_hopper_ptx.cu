@@ -914,9 +914,10 @@ GriddepRun run_griddep(cudaStream_t stream, bool dependent) {
 // Launched as a programmatic dependent, on a stream of its own and on the legacy default stream
 // (stream 0), the second grid starts while the first still spins (some block sees the last element
 // unwritten) and, after its wait, reads every element written; launched plainly, no block starts
-// early. A wait that returned at once would copy zeros. Both kernels run once first: the first
-// launch of a kernel loads its module (lazy loading), and a host that loads while the first grid
-// spins launches the dependent too late to overlap (without the warm-up, 0 of 32 started early).
+// early. A wait that returned at once would copy zeros. Both kernels run once first and the
+// first grid spins about 1 ms: an earlier version with neither (a 0.1 ms spin) saw 0 of 32 start
+// early, even in its second launch pair, after both kernels had run once; which of the two
+// changes mattered was not isolated.
 TEST(Griddep, DependentStartsEarlyAndItsWaitSeesTheFirstGridsWrites) {
   REQUIRE_HOPPER();
   cudaStream_t own = nullptr;

@@ -3,7 +3,7 @@
 // builds on: 46 (decode_combine: rung 40's split decode with a combine that reads a row's
 //            partials at once), whose combine, a second kernel on the stream, starts only after
 //            the split kernel has finished: the GPU then launches it and schedules its blocks,
-//            a gap in which no SM works (B = 1, GQA 32/8, d = 128, Nk = 1024: 14.7 us a call
+//            a gap the call waits through (B = 1, GQA 32/8, d = 128, Nk = 1024: 14.7 us a call
 //            in a CUDA graph, cuDNN 11.6)
 // changes:   programmatic dependent launch (PTX griddepcontrol, compute capability 9.0):
 //            1. every block of the split kernel lets the combine start as it begins

@@ -24,8 +24,9 @@
 // tiles of its split that hold some of the sequence's n keys (n = seqlens_k[b], or Nk); rows =
 // Nq g <= 64 of the tile are real, the rest padding (zero queries, computed by an active warp,
 // never stored).
-// Warp w owns tile rows [16 w, 16 w + 16); a lane holds rows 16 w + group and + 8 (the mma
-// accumulator layout, lane = 4 group + quad). For each K/V tile j of the split:
+// Warp w owns tile rows [16 w, 16 w + 16) (with key warps: rows 0-15 and keys [16 w, 16 w + 16)
+// of each tile, below); a lane holds rows row0 + group and + 8 (the mma accumulator layout,
+// lane = 4 group + quad). For each K/V tile j of the split:
 //   S = Q_w K_j^T         (16 rows x 64 keys per warp, fp32)
 //   the online softmax of rung 16 in base 2 (m, l per row; O rescaled when m moves)
 //   O_w += P V_j          (16 rows x d, fp32, in registers for the whole loop)
@@ -523,7 +524,7 @@ __global__ void __launch_bounds__(kThreads)
     float l = row_sum[r];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const int row = 16 * warp + group + 8 * r;  // row0 + ...: not key warps here
+    const int row = 16 * warp + group + 8 * r;  // not key warps: row0 = 16 w
     if (row >= rows) continue;
     const int s = row / g;
     const int64_t h = hk * g + row % g;
