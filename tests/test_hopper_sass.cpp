@@ -9,7 +9,8 @@
 // QGMMA is the same for fp8 inputs (rung 28) and counts as a wgmma here. A Hopper rung whose
 // GEMM compiled to HMMA would be rung 16 on a new page: this test says so without a GPU.
 // A second test counts rung 27's HGMMA of N = 16: its narrow first visit's S, compiled. A third
-// finds rung 47's programmatic dependent launch in its sm_90 code (PREEXIT, ACQBULK).
+// finds rung 47's programmatic dependent launch in its sm_90 code (PREEXIT, ACQBULK), and a
+// fourth rung 49's combine of 16 partials a batch against rung 48's of 8.
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -19,6 +20,7 @@
 #include <cxxabi.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -256,6 +258,100 @@ TEST(DecodeSass, Rung47SplitKernelLetsTheCombineStartAndTheCombineWaits) {
       EXPECT_EQ(c.first + c.second, 0) << "rung 46 launches plainly: " << name;
     }
     EXPECT_EQ(kernels46, 16);
+  }
+}
+
+// The instructions of each sm_90 kernel of rung k, by demangled name: the SASS of each line, its
+// address and encoding cut off.
+std::map<std::string, std::vector<std::string>> sm90_instructions(const fl::KernelInfo& k,
+                                                                  std::string* skip) {
+  static const std::regex arch(R"(^\s*arch\s*=\s*sm_(\d+))");
+  static const std::regex func(R"(^\s*Function\s*:\s*(\S+))");
+  static const std::regex insn(R"(^\s*/\*[0-9a-f]{4,}\*/\s*(.*?)\s*;)");
+  std::map<std::string, std::vector<std::string>> out;
+  int arch_now = 0;
+  for (const auto& [obj, sass] : sass_of(k, skip)) {
+    std::istringstream in(sass);
+    std::string line, name;
+    std::smatch m;
+    while (std::getline(in, line)) {
+      if (std::regex_search(line, m, arch)) {
+        arch_now = std::stoi(m[1]);
+        name.clear();
+      } else if (std::regex_search(line, m, func)) {
+        name = arch_now == 90 ? demangle(m[1]) : "";
+      } else if (!name.empty() && std::regex_search(line, m, insn)) {
+        out[name].push_back(m[1]);
+      }
+    }
+  }
+  return out;
+}
+
+// The most global loads (LDG) a kernel issues with no FFMA between them: a combine issues a
+// batch's loads of partials, then adds them with FFMA, so this is its batch in loads.
+int longest_load_run(const std::vector<std::string>& code) {
+  int run = 0, most = 0;
+  for (const std::string& i : code) {
+    if (i.find("LDG") != std::string::npos) {
+      most = std::max(most, ++run);
+    } else if (i.find("FFMA") != std::string::npos) {
+      run = 0;
+    }
+  }
+  return most;
+}
+
+// Rung 49's combine comes in two instances: a batch of 8 partials, for rows of 8 splits or
+// fewer, which must be rung 48's combine instruction for instruction, and a batch of 16, whose
+// loads of partials must be issued together: a run of loads more than 1.5 times the batch of
+// 8's. (fp16 with ptxas 13.0: runs of 30, 61, 60 and 96 loads at d = 64, 96, 128 and 192, of the
+// 32, 64, 64 and 96 that 16 partials take; the batch of 8's are 14, 32, 28 and 48: the compiler
+// moves an add or two ahead of a few loads.) A batch of 16 compiled into two rounds of 8, or a
+// batch of 8 that drifted from rung 48's, fails.
+TEST(DecodeSass, Rung49CombineIssuesSixteenPartialsLoadsTogether) {
+  const fl::KernelInfo* k48 = nullptr;
+  const fl::KernelInfo* k49 = nullptr;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number == 48) k48 = k;
+    if (k->number == 49) k49 = k;
+  }
+  if (k49 == nullptr) GTEST_SKIP() << "rung 49 is not in this build";
+  std::string skip;
+  const auto c49 = sm90_instructions(*k49, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  if (c49.empty()) GTEST_SKIP() << "rung 49 has no sm_90 code in this build";
+  std::map<std::string, std::vector<std::string>> c48;
+  if (k48 != nullptr) c48 = sm90_instructions(*k48, &skip);
+  // "void fl::k49_decode_combine_loads::combine_kernel<__half, 128, 16>(...)" -> "__half, 128".
+  static const std::regex name(R"(combine_kernel<(.+), (\d+)>\()");
+  std::map<std::string, std::vector<std::string>> by_batch[2], rung48;
+  for (const auto& [fn, code] : c49) {
+    std::smatch m;
+    if (fn.find("combine_kernel") == std::string::npos) continue;
+    ASSERT_TRUE(std::regex_search(fn, m, name)) << fn;
+    const std::string key = m[1];  // the type and head dim
+    const int batch = std::stoi(m[2]);
+    ASSERT_TRUE(batch == 8 || batch == 16) << fn;
+    by_batch[batch == 16][key] = code;
+  }
+  for (const auto& [fn, code] : c48) {
+    static const std::regex name48(R"(combine_kernel<(.+)>\()");
+    std::smatch m;
+    if (std::regex_search(fn, m, name48)) rung48[m[1]] = code;
+  }
+  EXPECT_EQ(by_batch[0].size(), 8u) << "fp16, bf16 x d = 64, 96, 128, 192";
+  EXPECT_EQ(by_batch[1].size(), 8u);
+  for (const auto& [key, code8] : by_batch[0]) {
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(by_batch[1].count(key));
+    const int run8 = longest_load_run(code8), run16 = longest_load_run(by_batch[1][key]);
+    EXPECT_GE(run8, 8) << "a batch of 8 partials";
+    EXPECT_GT(2 * run16, 3 * run8) << "the batch of 16 issues its loads together";
+    if (k48 != nullptr) {
+      ASSERT_TRUE(rung48.count(key)) << "rung 48's combine of the same type and head dim";
+      EXPECT_EQ(code8, rung48[key]) << "the batch of 8 is rung 48's combine";
+    }
   }
 }
 

@@ -20,9 +20,9 @@
 //   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
 //                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike,
 //                 rung 46 equals rung 40 always (the same splits, the same sums), rung 47
-//                 rung 46, and rung 48 rung 47 above 16 rows a block; a table that maps pages
-//                 in order, and lengths all at the capacity, equal the plain call bit for bit;
-//                 lengths outside [0, Nk] run as the clamped ones
+//                 rung 46, rung 48 rung 47 above 16 rows a block, and rung 49 rung 48 always;
+//                 a table that maps pages in order, and lengths all at the capacity, equal the
+//                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -702,6 +702,16 @@ TEST(PagedSame, Rung48IsRung47BitForBitAboveSixteenRows) {
   // are rung 47's. Calls of 16 rows or fewer are held to the reference by the grids.
   FL_REQUIRE_GPU();
   expect_same_bits(47, 48, 48, /*many_rows=*/true);
+}
+
+TEST(PagedSame, Rung49IsRung48BitForBit) {
+  // Rung 49's combine issues the loads of 16 partials together where rung 48's issued 8; it adds
+  // the same partials with the same weights in the same order, so the bits are rung 48's, with
+  // one query row (the key warps) and with more. The single-sequence calls here make 113 splits
+  // (7 full batches of 16 and one of 1), the others 1 to 4.
+  FL_REQUIRE_GPU();
+  expect_same_bits(48, 49, 49);
+  expect_same_bits(48, 49, 149, /*many_rows=*/true);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
