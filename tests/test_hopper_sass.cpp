@@ -191,76 +191,6 @@ TEST(HopperSass, Rung23NarrowFirstVisitIsAWgmmaOfSixteenKeys) {
       << "rung 27's attention_kernel instantiations (fp16, bf16 x d = 64, 128, 192, 256)";
 }
 
-// Rung 47 launches its combine as the split kernel's programmatic dependent: on compute
-// capability 9.0 the split kernel issues griddepcontrol.launch_dependents (SASS PREEXIT) and the
-// combine griddepcontrol.wait (SASS ACQBULK) before its first read of the partials. Without the
-// wait the combine, started beside the split kernel, would read partials not yet written, so the
-// test fails where either is missing from the sm_90 code, or where rung 46 (launched plainly)
-// already has them. The sm_80 code has neither: the instructions are sm_90's, and the host
-// launches that code plainly.
-TEST(DecodeSass, Rung47SplitKernelLetsTheCombineStartAndTheCombineWaits) {
-  const fl::KernelInfo* k46 = nullptr;
-  const fl::KernelInfo* k47 = nullptr;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
-    if (k->number == 46) k46 = k;
-    if (k->number == 47) k47 = k;
-  }
-  if (k47 == nullptr) GTEST_SKIP() << "rung 47 is not in this build";
-  static const std::regex arch(R"(^\s*arch\s*=\s*sm_(\d+))");
-  static const std::regex func(R"(^\s*Function\s*:\s*(\S+))");
-  // Per kernel of a rung's sm_90 code: how many PREEXIT and ACQBULK.
-  auto count = [](const fl::KernelInfo& k, int* sm90_kernels, std::string* skip) {
-    std::map<std::string, std::pair<int, int>> out;
-    int arch_now = 0;
-    for (const auto& [obj, sass] : sass_of(k, skip)) {
-      std::istringstream in(sass);
-      std::string line, name;
-      std::smatch m;
-      while (std::getline(in, line)) {
-        if (std::regex_search(line, m, arch)) {
-          arch_now = std::stoi(m[1]);
-          name.clear();
-        } else if (std::regex_search(line, m, func)) {
-          name = arch_now == 90 ? demangle(m[1]) : "";
-          if (!name.empty() && !out.count(name)) {
-            out[name] = {0, 0};
-            ++*sm90_kernels;
-          }
-        } else if (!name.empty()) {
-          out[name].first += line.find(" PREEXIT") != std::string::npos;
-          out[name].second += line.find(" ACQBULK") != std::string::npos;
-        }
-      }
-    }
-    return out;
-  };
-  std::string skip;
-  int kernels = 0;
-  const auto c47 = count(*k47, &kernels, &skip);
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  if (kernels == 0) GTEST_SKIP() << "rung 47 has no sm_90 code in this build";
-  int split = 0, combine = 0;
-  for (const auto& [name, c] : c47) {
-    if (name.find("decode_kernel") != std::string::npos) {
-      ++split;
-      EXPECT_EQ(c.first, 1) << name << ": PREEXIT (griddepcontrol.launch_dependents)";
-      EXPECT_EQ(c.second, 0) << name;
-    } else if (name.find("combine_kernel") != std::string::npos) {
-      ++combine;
-      EXPECT_EQ(c.second, 1) << name << ": ACQBULK (griddepcontrol.wait)";
-    }
-  }
-  EXPECT_EQ(split, 8) << "fp16, bf16 x d = 64, 96, 128, 192";
-  EXPECT_EQ(combine, 8);
-  if (k46 != nullptr) {
-    int kernels46 = 0;
-    for (const auto& [name, c] : count(*k46, &kernels46, &skip)) {
-      EXPECT_EQ(c.first + c.second, 0) << "rung 46 launches plainly: " << name;
-    }
-    EXPECT_EQ(kernels46, 16);
-  }
-}
-
 // The instructions of each sm_90 kernel of rung k, by demangled name: the SASS of each line, its
 // address and encoding cut off.
 std::map<std::string, std::vector<std::string>> sm90_instructions(const fl::KernelInfo& k,
@@ -286,6 +216,59 @@ std::map<std::string, std::vector<std::string>> sm90_instructions(const fl::Kern
     }
   }
   return out;
+}
+
+// Rung 47 launches its combine as the split kernel's programmatic dependent: on compute
+// capability 9.0 the split kernel issues griddepcontrol.launch_dependents (SASS PREEXIT) and the
+// combine griddepcontrol.wait (SASS ACQBULK) before its first read of the partials. Without the
+// wait the combine, started beside the split kernel, would read partials not yet written, so the
+// test fails where either is missing from the sm_90 code, or where rung 46 (launched plainly)
+// already has them. The sm_80 code has neither: the instructions are sm_90's, and the host
+// launches that code plainly.
+TEST(DecodeSass, Rung47SplitKernelLetsTheCombineStartAndTheCombineWaits) {
+  const fl::KernelInfo* k46 = nullptr;
+  const fl::KernelInfo* k47 = nullptr;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number == 46) k46 = k;
+    if (k->number == 47) k47 = k;
+  }
+  if (k47 == nullptr) GTEST_SKIP() << "rung 47 is not in this build";
+  // Per kernel of a rung's sm_90 code: how many PREEXIT and ACQBULK.
+  auto count = [](const fl::KernelInfo& k, std::string* skip) {
+    std::map<std::string, std::pair<int, int>> out;
+    for (const auto& [name, code] : sm90_instructions(k, skip)) {
+      auto& c = out[name];
+      for (const std::string& i : code) {
+        c.first += i.find("PREEXIT") != std::string::npos;
+        c.second += i.find("ACQBULK") != std::string::npos;
+      }
+    }
+    return out;
+  };
+  std::string skip;
+  const auto c47 = count(*k47, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  if (c47.empty()) GTEST_SKIP() << "rung 47 has no sm_90 code in this build";
+  int split = 0, combine = 0;
+  for (const auto& [name, c] : c47) {
+    if (name.find("decode_kernel") != std::string::npos) {
+      ++split;
+      EXPECT_EQ(c.first, 1) << name << ": PREEXIT (griddepcontrol.launch_dependents)";
+      EXPECT_EQ(c.second, 0) << name;
+    } else if (name.find("combine_kernel") != std::string::npos) {
+      ++combine;
+      EXPECT_EQ(c.second, 1) << name << ": ACQBULK (griddepcontrol.wait)";
+    }
+  }
+  EXPECT_EQ(split, 8) << "fp16, bf16 x d = 64, 96, 128, 192";
+  EXPECT_EQ(combine, 8);
+  if (k46 != nullptr) {
+    const auto c46 = count(*k46, &skip);
+    for (const auto& [name, c] : c46) {
+      EXPECT_EQ(c.first + c.second, 0) << "rung 46 launches plainly: " << name;
+    }
+    EXPECT_EQ(c46.size(), 16u);
+  }
 }
 
 // The most global loads (LDG) a kernel issues with no FFMA between them: a combine issues a
