@@ -707,8 +707,9 @@ TEST(PagedSame, Rung48IsRung47BitForBitAboveSixteenRows) {
 TEST(PagedSame, Rung49IsRung48BitForBit) {
   // Rung 49's combine issues the loads of 16 partials together where rung 48's issued 8; it adds
   // the same partials with the same weights in the same order, so the bits are rung 48's, with
-  // one query row (the key warps) and with more. The single-sequence calls here make 113 splits
-  // (7 full batches of 16 and one of 1), the others 1 to 4.
+  // one query row (the key warps) and with more. On 132 SMs the single-sequence calls here make
+  // 109 splits (seven batches of 16, the last one partly past the last split), the three-
+  // sequence calls 5-14 (by head dim: both batches) and the sixteen-sequence calls 1-3.
   FL_REQUIRE_GPU();
   expect_same_bits(48, 49, 49);
   expect_same_bits(48, 49, 149, /*many_rows=*/true);

@@ -776,7 +776,7 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
   config.attrs = &serialization;
   config.numAttrs = combine_waits<T, kHeadDim>() ? 1 : 0;
   // Rung 49: the loads of 16 partials at once where a row has more than 8 (one round up to 16
-  // splits); with 8 or fewer, rung 48's batch of 8 and its registers (71 against 125 at d = 128:
+  // splits); with 8 or fewer, rung 48's batch of 8 and its registers (71 against 116 at d = 128:
   // the combine of a long row grid, such as B = 8 with Nq = 16, runs more blocks an SM).
   auto combine = splits > 8 ? combine_kernel<T, kHeadDim, 16> : combine_kernel<T, kHeadDim, 8>;
   FL_CUDA_CHECK(cudaLaunchKernelEx(&config, combine, p, static_cast<const float*>(part_o),
