@@ -1,6 +1,7 @@
 // The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split,
 // 39 decode_paged, 40 decode_occupancy, 46 decode_combine, 47 decode_pdl, 48 decode_key_warps,
-// 49 decode_combine_loads, here on plain calls; their K/V cache calls are tests/test_paged.cu's):
+// 49 decode_combine_loads, 50 decode_split_price, here on plain calls; their K/V cache calls are
+// tests/test_paged.cu's):
 // a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
 // head packed into the rows of one tile; from 38 on, the keys split over several blocks whose
 // partial outputs a second launch merges. Every test runs every serving rung of the build.
@@ -12,7 +13,8 @@
 //                       rung and prefill calls to the rungs before it; rung 38's split rule
 //                       (a table of made-up GPUs, and its properties) and its workspace (the
 //                       size, none for one split, a call with less refused by the rule); what
-//                       rung 40 tells the rule (one slot an SM for tiles of 32 KiB or more)
+//                       rung 40 tells the rule (one slot an SM for tiles of 32 KiB or more);
+//                       rung 50's price of a split (a table, and its properties)
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/96/128/192 x both layouts,
@@ -24,7 +26,8 @@
 //   DecodeSplits.*      (GPU) rows that see no key of a split (causal, one key tile a split),
 //                       rows that see no key at all (Nq > Nk: O = 0, LSE = -inf), a long cache
 //                       in many splits (B = 1, 32/8, Nk = 131072; rung 40 in its rule's count);
-//                       the workspace poisoned first
+//                       rung 50's short calls in its count on the device; the workspace
+//                       poisoned first
 //   DecodeLargeShape.*  (GPU, alone) a K/V cache of more than 2^31 elements
 #include <gtest/gtest.h>
 
@@ -43,6 +46,7 @@
 #include "gpu_test_util.h"
 #include "kernels/38_decode_split/splits.h"
 #include "kernels/40_decode_occupancy/splits.h"
+#include "kernels/50_decode_split_price/splits.h"
 
 namespace {
 
@@ -54,6 +58,7 @@ constexpr int64_t kMaxRows = 64;  // rows of the serving rungs' packed tile
 
 namespace split = fl::k38_decode_split;
 namespace split40 = fl::k40_decode_occupancy;  // rung 40: the rule, told of big tiles
+namespace split50 = fl::k50_decode_split_price;  // rung 50: the price of a split
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -307,6 +312,89 @@ TEST(DecodeRules, SplitRuleProperties) {
     }
   }
   EXPECT_GT(split_grids, 1000) << "the sweep must reach grids that split";
+}
+
+// Rung 50's count for a grid of `blocks` blocks over `tiles` key tiles of `tile_bytes` (K and V)
+// on a GPU of `sms` SMs, one slot an SM for big tiles (rung 40).
+int rung50_splits(int64_t blocks, int sms, int per_sm, int64_t tiles, int64_t tile_bytes,
+                  int64_t rows = 4) {
+  const int waves = split50::choose_splits(
+      blocks, sms, split50::split_slots_per_sm(tile_bytes, per_sm), tiles);
+  return split50::price_splits(waves, blocks, sms, tiles, tile_bytes, rows);
+}
+
+TEST(DecodeRules, Rung50PricesASplit) {
+  // Each answer worked out by hand from splits.h on 132 SMs (an H100): half = floor(66 /
+  // blocks) splits put one block on half the SMs; a short call (a block of `half` splits reads
+  // <= 256 KiB, or <= 1 MiB with no split) takes them, else rung 40's count. d = 128: a tile of
+  // K and V is 32 KiB, 64 keys. One query row of GQA 32/8 (4 rows a block) unless noted.
+  constexpr int64_t kTile128 = 2 * 64 * 128 * 2, kTile192 = 2 * 64 * 192 * 2,
+                    kTile64 = 2 * 64 * 64 * 2;
+  struct Case {
+    int64_t blocks, tiles, tile_bytes;
+    int want;
+    const char* why;
+  };
+  const Case cases[] = {
+      {8, 16, kTile128, 8, "B = 1, GQA 32/8, Nk = 1024: 8 splits of 2 tiles (64 KiB), not 14"},
+      {8, 64, kTile128, 8, "Nk = 4096: 8 splits of 8 tiles, 256 KiB: still short"},
+      {8, 65, kTile128, 15, "Nk = 4160: 9 tiles (288 KiB) a block: rung 40's 15"},
+      {8, 128, kTile128, 15, "Nk = 8192: 512 KiB a block: rung 40's 15"},
+      {64, 16, kTile128, 1, "B = 8, GQA, Nk = 1024: 64 blocks fill half; 512 KiB each: no split"},
+      {64, 32, kTile128, 1, "Nk = 2048: 1 MiB a block, the most a lone block may read"},
+      {64, 33, kTile128, 2, "Nk = 2112: past 1 MiB, rung 40's 2"},
+      {32, 16, kTile128, 2, "B = 1, MHA, Nk = 1024: 2 splits of 256 KiB, not 4"},
+      {32, 32, kTile128, 4, "Nk = 2048: 512 KiB a block at 2: rung 40's 4"},
+      {1, 256, kTile128, 66, "MQA, B = 1, Nk = 16384: 66 splits of 4 tiles, not 109"},
+      {106, 16, kTile128, 1, "rung 40's rule: the grid fills the GPU"},
+      {8, 16, kTile192, 8, "d = 192 (48 KiB tiles): 8 splits of 96 KiB"},
+      {8, 48, kTile192, 15, "d = 192, Nk = 3072: 6 tiles a block, 288 KiB: rung 40's 15"},
+      {8, 16, kTile64, 14, "d = 64: small tiles keep rung 40's count (3 slots an SM: 14)"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(rung50_splits(c.blocks, 132, c.tile_bytes == kTile64 ? 3 : 2, c.tiles,
+                            c.tile_bytes),
+              c.want)
+        << c.blocks << " blocks, " << c.tiles << " tiles of " << c.tile_bytes << " bytes: "
+        << c.why;
+  }
+  EXPECT_EQ(rung50_splits(8, 132, 2, 16, kTile128, 16), 8) << "16 rows: one warp's";
+  EXPECT_EQ(rung50_splits(8, 132, 2, 16, kTile128, 17), 14) << "17 rows: rung 40's count";
+  EXPECT_EQ(rung50_splits(8, 132, 2, 16, kTile128, 64), 14) << "GQA 32/8, Nq = 16: 64 rows";
+  EXPECT_EQ(split50::price_splits(15, 8, 0, 16, kTile128, 4), 15) << "no device: the count given";
+}
+
+TEST(DecodeRules, Rung50PriceProperties) {
+  // Over made-up GPUs and grids: never more splits than rung 40's count, which is kept for small
+  // tiles and for blocks of more than 16 rows; wherever the count differs it is floor(SMs / 2 /
+  // blocks) (at least 1), whose blocks read no more than 256 KiB each (1 MiB where it is 1).
+  int cut = 0;
+  for (int sms : {7, 46, 108, 132, 144}) {
+    for (int64_t blocks = 1; blocks <= sms; ++blocks) {
+      for (int64_t tiles : {1, 5, 8, 9, 16, 17, 32, 33, 64, 256, 2048}) {
+        for (int64_t d : {64, 96, 128, 192}) {
+          const int64_t tile_bytes = 2 * 64 * d * 2;
+          const int per_sm = d == 64 ? 3 : 2;
+          const int waves = split50::choose_splits(
+              blocks, sms, split50::split_slots_per_sm(tile_bytes, per_sm), tiles);
+          const int s = rung50_splits(blocks, sms, per_sm, tiles, tile_bytes);
+          ASSERT_EQ(rung50_splits(blocks, sms, per_sm, tiles, tile_bytes, 32), waves);
+          const std::string where = std::to_string(blocks) + " blocks, " + std::to_string(sms) +
+                                    " SMs, " + std::to_string(tiles) + " tiles, d = " +
+                                    std::to_string(d) + " -> " + std::to_string(s);
+          ASSERT_GE(s, 1) << where;
+          ASSERT_LE(s, waves) << where;
+          if (d <= 96) ASSERT_EQ(s, waves) << where;
+          if (s == waves) continue;
+          ASSERT_EQ(s, std::max<int64_t>(1, sms / 2 / blocks)) << where;
+          const int64_t chunk = (tiles + s - 1) / s * tile_bytes;
+          ASSERT_LE(chunk, s == 1 ? 1024 * 1024 : 256 * 1024) << where;
+          ++cut;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cut, 100) << "the sweep must reach calls whose count is cut back";
 }
 
 TEST(DecodeRules, Rung40TellsTheRuleOfOneSlotAnSMForBigTiles) {
@@ -755,6 +843,50 @@ TEST(DecodeSplits, ALongCacheInManySplits) {
       }
     }
   }
+}
+
+TEST(DecodeSplits, Rung50ShortCallsInItsCount) {
+  // Rung 50 on the device: the count its workspace holds is its rule's with the device's SMs
+  // (splits.h), for short calls that rung 40's rule splits further (B = 1 GQA and MHA, B = 8 GQA:
+  // 14, 4 and 2 splits on 132 SMs, here 8, 2 and none at d = 128) and a long one it leaves
+  // alone; each verified with the workspace poisoned. d = 128 (fp16) and 192 (bf16).
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k = nullptr;
+  for (const fl::KernelInfo* x : serving_rungs()) {
+    if (x->number == 50) k = x;
+  }
+  if (k == nullptr) GTEST_SKIP() << "rung 50 is not in this build";
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  struct Shape {
+    int64_t b, hq, hkv, nk;
+  };
+  const Shape shapes[] = {{1, 32, 8, 1024}, {1, 32, 8, 4096}, {1, 32, 32, 1000},
+                          {8, 32, 8, 2048}, {1, 32, 8, 8192}};
+  int cut = 0;
+  for (int64_t d : {128, 192}) {
+    for (const Shape& sh : shapes) {
+      const fl::DType t = d == 128 ? fl::DType::f16 : fl::DType::bf16;
+      const fl::ProblemSpec s = decode_spec(t, sh.b, sh.hq, sh.hkv, 1, sh.nk, d, false,
+                                            fl::Layout::BNHD);
+      fl::Problem problem(s);
+      const std::string why = fl::why_unsupported(*k, problem.params_for(*k));
+      if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+      ASSERT_EQ(why, "") << s.describe();
+      const int64_t blocks = sh.b * sh.hkv, tiles = (sh.nk + 63) / 64, tile_bytes = 2 * 64 * d * 2;
+      const int waves = split50::choose_splits(blocks, sms, 1, tiles);
+      const int want =
+          split50::price_splits(waves, blocks, sms, tiles, tile_bytes, sh.hq / sh.hkv);
+      EXPECT_EQ(splits_of(*k, problem), want) << s.describe();
+      if (want < waves) ++cut;
+      const fl::Reference ref(problem, cublas);
+      const fl::Verdict v = verify_poisoned(*k, problem, ref);
+      EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err "
+                            << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+    }
+  }
+  // On 128 SMs or more the four short shapes are cut back at d = 128 (at d = 192 the first).
+  if (sms >= 128) EXPECT_GE(cut, 5) << "the short shapes cut back";
 }
 
 // ---------------------------------------------------------------------------------------------

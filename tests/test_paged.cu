@@ -20,7 +20,8 @@
 //   PagedSame.*   (GPU) what the lookup must not change: rung 39 on a plain call equals rung 38
 //                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike,
 //                 rung 46 equals rung 40 always (the same splits, the same sums), rung 47
-//                 rung 46, rung 48 rung 47 above 16 rows a block, and rung 49 rung 48 always;
+//                 rung 46, rung 48 rung 47 above 16 rows a block, rung 49 rung 48 always, and
+//                 rung 50 rung 49 where it splits alike (always at d <= 96);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -713,6 +714,52 @@ TEST(PagedSame, Rung49IsRung48BitForBit) {
   FL_REQUIRE_GPU();
   expect_same_bits(48, 49, 49);
   expect_same_bits(48, 49, 149, /*many_rows=*/true);
+}
+
+TEST(PagedSame, Rung50IsRung49BitForBitWhereItSplitsAlike) {
+  // Rung 50 changes the split count of short calls with big tiles (d >= 128), not the kernels:
+  // where its workspace is rung 49's (the same splits) the bits are rung 49's, which is every
+  // call at d <= 96; over expect_same_bits' grid some calls at d >= 128 split otherwise (held to
+  // the reference by the grids), which shows the rule at work on the device.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k49 = forward_rung(49);
+  const fl::KernelInfo* k50 = forward_rung(50);
+  if (k49 == nullptr || k50 == nullptr) GTEST_SKIP() << "rungs 49 and 50 are not both built";
+  int alike = 0, otherwise = 0;
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (int64_t batch : {1, 3, 16}) {
+      for (int64_t page : {0, 64, 16}) {
+        CacheCase c;
+        c.t = d % 64 == 0 ? fl::DType::f16 : fl::DType::bf16;
+        c.d = d;
+        c.capacity = batch == 1 ? 16384 : 1024;
+        if (batch == 1) c.hkv = 1;
+        c.page = page;
+        c.with_lengths = page != 0 || batch != 16;
+        c.lengths.assign(batch, static_cast<int32_t>(c.capacity));
+        if (batch == 3) c.lengths = {1024, 1, 700};
+        c.seed = 50 + d + batch + page;
+        SCOPED_TRACE(c.describe());
+        const HostData h = make_host_data(c);
+        const RunResult a = run_case(*k49, c, h);
+        SKIP_ON_SHARED_MEMORY(a);
+        const RunResult b = run_case(*k50, c, h);
+        ASSERT_EQ(a.refused, "");
+        ASSERT_EQ(b.refused, "");
+        EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+        if (d <= 96) EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 49's splits";
+        if (b.workspace_bytes != a.workspace_bytes) {
+          EXPECT_LT(b.workspace_bytes, a.workspace_bytes) << "fewer splits, never more";
+          ++otherwise;
+          continue;
+        }
+        EXPECT_EQ(bitwise_differences(a, b), 0);
+        ++alike;
+      }
+    }
+  }
+  EXPECT_GE(alike, 2 * 3 * 3) << "every call at d <= 96";
+  if (sm_count() >= 128) EXPECT_GE(otherwise, 3) << "short calls at d >= 128 split less";
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
