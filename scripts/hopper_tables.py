@@ -47,9 +47,16 @@ def load_sdpa(path, d=128, causal=False):
     return data, table
 
 
+def benchmarks(path):
+    """A Google Benchmark JSON's benchmarks, as it writes them or stored compactly: the list as
+    {"columns": [...], "rows": [[...], ...]} (docs/results/README.md)."""
+    b = json.load(open(path))["benchmarks"]
+    return [dict(zip(b["columns"], r)) for r in b["rows"]] if isinstance(b, dict) else b
+
+
 def load_bench(path):
     rows = {}  # kernel number -> {N: tflops}, fp16 d = 128, medians
-    for b in json.load(open(path))["benchmarks"]:
+    for b in benchmarks(path):
         if b.get("aggregate_name") == "median" and int(b.get("d", 0)) == 128:
             rows.setdefault(int(b["kernel"]), {})[int(b["N"])] = b["TFLOPS"]
     return rows
@@ -57,7 +64,7 @@ def load_bench(path):
 
 def load_ceiling(path):
     out = {}
-    for b in json.load(open(path))["benchmarks"]:
+    for b in benchmarks(path):
         if b.get("aggregate_name") == "median":
             m = re.match(r"wgmma_ss_(fp16|bf16)_m64n(\d+)k16", b["name"])
             if m:

@@ -71,7 +71,10 @@ def load_bench(path):
         doc = json.load(fh)
     # Per benchmark: its median aggregate when the run had repetitions, else its iteration(s).
     by_run = {}
-    for b in doc.get("benchmarks", []):
+    listed = doc.get("benchmarks", [])
+    if isinstance(listed, dict):  # stored compactly: {"columns": [...], "rows": [[...], ...]}
+        listed = [dict(zip(listed["columns"], r)) for r in listed["rows"]]
+    for b in listed:
         by_run.setdefault(b.get("run_name", b.get("name", "")), []).append(b)
     benches = []
     for group in by_run.values():
