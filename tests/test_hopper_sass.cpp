@@ -10,7 +10,8 @@
 // GEMM compiled to HMMA would be rung 16 on a new page: this test says so without a GPU.
 // A second test counts rung 27's HGMMA of N = 16: its narrow first visit's S, compiled. A third
 // finds rung 47's programmatic dependent launch in its sm_90 code (PREEXIT, ACQBULK), and a
-// fourth rung 49's combine of 16 partials a batch against rung 48's of 8.
+// fourth rung 49's combine of 16 partials a batch against rung 48's of 8, a fifth rung 51's
+// combine loading its partials with the LSEs against rung 50's.
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -336,6 +337,63 @@ TEST(DecodeSass, Rung49CombineIssuesSixteenPartialsLoadsTogether) {
       EXPECT_EQ(code8, rung48[key]) << "the batch of 8 is rung 48's combine";
     }
   }
+}
+
+// Rung 51's combine issues the loads of its first batch of partials with the LSEs' loads,
+// before the reductions (the warp's shuffles): in every instance (fp16, bf16; d = 64-192; a
+// batch of 8 and of 16) at least a batch's worth of loads more come before the first SHFL than
+// in rung 50's combine of the same instance, whose partials' loads all follow the reductions
+// (4 loads before it at d = 128: the LSEs; rung 51's: 36 with a batch of 8, 57 with 16, fp16,
+// ptxas 13.0). A combine whose partials' loads sink below the reductions fails.
+int loads_before_first_shuffle(const std::vector<std::string>& code) {
+  int loads = 0;
+  for (const std::string& i : code) {
+    if (i.find("SHFL") != std::string::npos) return loads;
+    loads += i.find("LDG") != std::string::npos;
+  }
+  return loads;
+}
+
+TEST(DecodeSass, Rung51CombineLoadsPartialsWithTheLSEs) {
+  const fl::KernelInfo* k50 = nullptr;
+  const fl::KernelInfo* k51 = nullptr;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number == 50) k50 = k;
+    if (k->number == 51) k51 = k;
+  }
+  if (k51 == nullptr) GTEST_SKIP() << "rung 51 is not in this build";
+  std::string skip;
+  const auto c51 = sm90_instructions(*k51, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  if (c51.empty()) GTEST_SKIP() << "rung 51 has no sm_90 code in this build";
+  std::map<std::string, std::vector<std::string>> c50;
+  if (k50 != nullptr) c50 = sm90_instructions(*k50, &skip);
+  // "void fl::k51_decode_combine_one_trip::combine_kernel<__half, 128, 16>(...)" -> "__half,
+  // 128, 16".
+  static const std::regex name(R"(combine_kernel<(.+), (\d+)>\()");
+  std::map<std::string, int> before50;
+  for (const auto& [fn, code] : c50) {
+    std::smatch m;
+    if (!std::regex_search(fn, m, name)) continue;
+    before50[std::string(m[1]) + ", " + std::string(m[2])] = loads_before_first_shuffle(code);
+  }
+  int instances = 0;
+  for (const auto& [fn, code] : c51) {
+    std::smatch m;
+    if (fn.find("combine_kernel") == std::string::npos) continue;
+    ASSERT_TRUE(std::regex_search(fn, m, name)) << fn;
+    const std::string key = std::string(m[1]) + ", " + std::string(m[2]);
+    const int batch = std::stoi(m[2]);
+    const int before = loads_before_first_shuffle(code);
+    SCOPED_TRACE(key);
+    EXPECT_GT(before, batch) << "the LSEs' loads and a batch of partials' before the reductions";
+    if (k50 != nullptr) {
+      ASSERT_TRUE(before50.count(key)) << "rung 50's combine of the same instance";
+      EXPECT_GE(before, before50[key] + batch);
+    }
+    ++instances;
+  }
+  EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x a batch of 8 and of 16";
 }
 
 }  // namespace

@@ -21,7 +21,8 @@
 //                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike,
 //                 rung 46 equals rung 40 always (the same splits, the same sums), rung 47
 //                 rung 46, rung 48 rung 47 above 16 rows a block, rung 49 rung 48 always, and
-//                 rung 50 rung 49 where it splits alike (always at d <= 96);
+//                 rung 50 rung 49 where it splits alike (always at d <= 96), and rung 51
+//                 rung 50 always;
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -760,6 +761,16 @@ TEST(PagedSame, Rung50IsRung49BitForBitWhereItSplitsAlike) {
   }
   EXPECT_GE(alike, 2 * 3 * 3) << "every call at d <= 96";
   if (sm_count() >= 128) EXPECT_GE(otherwise, 3) << "short calls at d >= 128 split less";
+}
+
+TEST(PagedSame, Rung51IsRung50BitForBit) {
+  // Rung 51's combine loads a row's first batch of partials with its LSEs, before the
+  // reductions; it adds the same partials with the same weights in the same order, so the bits
+  // are rung 50's, with one query row (the key warps) and with more. The workspace is filled
+  // with NaN before each run: a partial loaded before its split wrote it would show.
+  FL_REQUIRE_GPU();
+  expect_same_bits(50, 51, 51);
+  expect_same_bits(50, 51, 151, /*many_rows=*/true);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
