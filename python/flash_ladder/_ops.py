@@ -456,7 +456,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     negative length or page number is undefined behaviour (torch's indexing wraps it).
     causal: bottom-right per sequence (query i of sequence b sees key j iff
     j <= i + cache_seqlens[b] - Nq: the new tokens are the last of the sequence). softmax_scale:
-    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 50
+    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 51
     for a call with cache_seqlens or block_table) or a rung number.
 
     Returns O, a new contiguous [B, Nq, H_q, d] tensor of q's dtype, and with return_lse=True also
