@@ -797,8 +797,8 @@ const KernelInfo& kernel_49() {
     KernelInfo k;
     k.number = 49;
     k.slug = "decode_combine_loads";
-    k.title = "decode: where a call's rows fit in one warp, the four warps share out each tile's "
-              "keys and merge at the end";
+    k.title = "decode: where a row has more than 8 splits, the combine issues the loads of 16 "
+              "partials together (one round, not two)";
     k.doc = "docs/kernels/49_decode_combine_loads.md";
     k.min_sm = 80;
     k.tile = k49_decode_combine_loads::tile;
