@@ -7,7 +7,8 @@
 // changes:   the rule's count is cut back for short calls (big tiles: d >= 128; rows in one
 //            warp: Nq g <= 16): to the splits that put one block on half the SMs where such a
 //            block reads at most 256 KiB of K and V (512 keys at d = 128), and to no split (no
-//            combine) where the blocks alone fill half the SMs and each reads at most 1 MiB
+//            combine) where two splits would make more blocks than half the SMs and each reads
+//            at most 1 MiB
 //            (splits.h: price_splits)
 // expect:    the same kernels as rung 49, and its bits where the count is the same; the short
 //            calls that change count (B = 1, GQA, Nk <= 4096: 14-15 -> 8 splits; B = 8, GQA,
@@ -804,7 +805,7 @@ const KernelInfo& kernel_50() {
     k.number = 50;
     k.slug = "decode_split_price";
     k.title = "decode: a split has a price: a short call splits its keys only as far as one block "
-              "on half the SMs, and not at all where its blocks alone fill that half";
+              "on half the SMs, and not at all where two splits would pass that half";
     k.doc = "docs/kernels/50_decode_split_price.md";
     k.min_sm = 80;
     k.tile = k50_decode_split_price::tile;

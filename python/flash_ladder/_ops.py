@@ -455,7 +455,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     error (no host check of device data: a decode loop stays free of synchronisation); a
     negative length or page number is undefined behaviour (torch's indexing wraps it).
     causal: bottom-right per sequence (query i of sequence b sees key j iff
-    j <= i + cache_seqlens[b] - Nq: the new tokens are the last of the sequence). softmax_scale:
+    j <= i + n_b - Nq, n_b = cache_seqlens[b], or cache_seqlens[b] + N_new when k and v are
+    given: the new tokens are the last of the sequence). softmax_scale:
     None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 51
     for a call with cache_seqlens or block_table) or a rung number.
 
