@@ -11,7 +11,8 @@
 // A second test counts rung 27's HGMMA of N = 16: its narrow first visit's S, compiled. A third
 // finds rung 47's programmatic dependent launch in its sm_90 code (PREEXIT, ACQBULK), and a
 // fourth rung 49's combine of 16 partials a batch against rung 48's of 8, a fifth rung 51's
-// combine loading its partials with the LSEs against rung 50's.
+// combine loading its partials with the LSEs against rung 50's, a sixth rung 52's copy of Q
+// without a division a row against rung 51's.
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -394,6 +395,59 @@ TEST(DecodeSass, Rung51CombineLoadsPartialsWithTheLSEs) {
     ++instances;
   }
   EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x a batch of 8 and of 16";
+}
+
+// Rung 52 copies the packed Q tile stepping (s, i) = (r / g, r % g) from row to row, where rung
+// 51 divided each of a thread's rows by g (known only at run time): one integer division a step
+// (4, 6, 8, 12 steps at d = 64, 96, 128, 192), against two in all (the thread's first row, and
+// the step). In SASS an integer division by a register starts with the reciprocal of the
+// divisor converted to float (I2F.RP or I2F.U32.RP); in every instance of the split kernel
+// (fp16, bf16; the four head dims; with key warps and without) rung 52 has at least steps - 2
+// fewer than rung 51's instance. A rung 52 that divided a row at a time again fails.
+int integer_divisions(const std::vector<std::string>& code) {
+  int n = 0;
+  for (const std::string& i : code) {
+    n += i.find("I2F.RP") != std::string::npos || i.find("I2F.U32.RP") != std::string::npos;
+  }
+  return n;
+}
+
+TEST(DecodeSass, Rung52CopiesQWithoutADivisionARow) {
+  const fl::KernelInfo* k51 = nullptr;
+  const fl::KernelInfo* k52 = nullptr;
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number == 51) k51 = k;
+    if (k->number == 52) k52 = k;
+  }
+  if (k51 == nullptr || k52 == nullptr) GTEST_SKIP() << "rungs 51 and 52 are not both built";
+  std::string skip;
+  const auto c52 = sm90_instructions(*k52, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  if (c52.empty()) GTEST_SKIP() << "rung 52 has no sm_90 code in this build";
+  const auto c51 = sm90_instructions(*k51, &skip);
+  // "void fl::k52_decode_q_rows::decode_kernel<__half, 128, true>(...)" -> "__half, 128, true".
+  static const std::regex name(R"(decode_kernel<(.+), (\d+), (true|false)>\()");
+  std::map<std::string, int> in51;
+  for (const auto& [fn, code] : c51) {
+    std::smatch m;
+    if (!std::regex_search(fn, m, name)) continue;
+    in51[std::string(m[1]) + ", " + std::string(m[2]) + ", " + std::string(m[3])] =
+        integer_divisions(code);
+  }
+  int instances = 0;
+  for (const auto& [fn, code] : c52) {
+    std::smatch m;
+    if (fn.find("decode_kernel") == std::string::npos) continue;
+    ASSERT_TRUE(std::regex_search(fn, m, name)) << fn;
+    const std::string key =
+        std::string(m[1]) + ", " + std::string(m[2]) + ", " + std::string(m[3]);
+    const int d = std::stoi(m[2]), steps = 64 * d / 8 / 128;  // rows x chunks / threads
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(in51.count(key)) << "rung 51's split kernel of the same instance";
+    EXPECT_LE(integer_divisions(code), in51[key] - (steps - 2));
+    ++instances;
+  }
+  EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x key warps or not";
 }
 
 }  // namespace

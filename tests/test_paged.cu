@@ -21,8 +21,8 @@
 //                 bit for bit (the same splits), rung 40 equals rung 39 where it splits alike,
 //                 rung 46 equals rung 40 always (the same splits, the same sums), rung 47
 //                 rung 46, rung 48 rung 47 above 16 rows a block, rung 49 rung 48 always, and
-//                 rung 50 rung 49 where it splits alike (always at d <= 96), and rung 51
-//                 rung 50 always;
+//                 rung 50 rung 49 where it splits alike (always at d <= 96), rung 51
+//                 rung 50 always, and rung 52 rung 51 always (group sizes 1-7 and 12 too);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -771,6 +771,44 @@ TEST(PagedSame, Rung51IsRung50BitForBit) {
   FL_REQUIRE_GPU();
   expect_same_bits(50, 51, 51);
   expect_same_bits(50, 51, 151, /*many_rows=*/true);
+}
+
+TEST(PagedSame, Rung52IsRung51BitForBit) {
+  // Rung 52 fills the packed Q tile with the same rows, found by stepping (s, i) rather than
+  // dividing each row by g; the tile, and so every bit, is rung 51's. Besides the common grid
+  // (g = 4 and 32), group sizes that do not divide a thread's step of rows (5, 8, 10 or 16 rows
+  // by head dim), with query rows from 1 to 16: every (s, i) carry a step can make.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k51 = forward_rung(51);
+  const fl::KernelInfo* k52 = forward_rung(52);
+  if (k51 == nullptr || k52 == nullptr) GTEST_SKIP() << "rungs 51 and 52 are not both built";
+  expect_same_bits(51, 52, 52);
+  expect_same_bits(51, 52, 152, /*many_rows=*/true);
+  const int64_t groups[][3] = {{1, 1, 16}, {3, 1, 16}, {10, 2, 12}, {12, 2, 10},
+                               {7, 1, 9},  {24, 2, 5}, {3, 3, 1}};  // H_q, H_kv, Nq
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (const auto& gq : groups) {
+      CacheCase c;
+      c.t = d == 96 ? fl::DType::bf16 : fl::DType::f16;
+      c.d = d;
+      c.hq = gq[0];
+      c.hkv = gq[1];
+      c.nq = gq[2];
+      c.causal = true;
+      c.capacity = 700;
+      c.lengths = {700, 333};
+      c.seed = 52 + d + gq[0];
+      SCOPED_TRACE(c.describe());
+      const HostData h = make_host_data(c);
+      const RunResult a = run_case(*k51, c, h);
+      SKIP_ON_SHARED_MEMORY(a);
+      const RunResult b = run_case(*k52, c, h);
+      ASSERT_EQ(a.refused, "");
+      ASSERT_EQ(b.refused, "");
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    }
+  }
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
