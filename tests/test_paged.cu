@@ -22,7 +22,8 @@
 //                 rung 46 equals rung 40 always (the same splits, the same sums), rung 47
 //                 rung 46, rung 48 rung 47 above 16 rows a block, rung 49 rung 48 always, and
 //                 rung 50 rung 49 where it splits alike (always at d <= 96), rung 51
-//                 rung 50 always, and rung 52 rung 51 always (group sizes 1-7 and 12 too);
+//                 rung 50 always, and rung 52 rung 51 always (group sizes 1, 3, 5-7 and 12
+//                 too);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
