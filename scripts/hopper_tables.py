@@ -31,6 +31,8 @@ import os
 import re
 import sys
 
+from results_table import expand_rows
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "docs", "results")
 FIRST_HOPPER = 17
@@ -48,10 +50,8 @@ def load_sdpa(path, d=128, causal=False):
 
 
 def benchmarks(path):
-    """A Google Benchmark JSON's benchmarks, as it writes them or stored compactly: the list as
-    {"columns": [...], "rows": [[...], ...]} (docs/results/README.md)."""
-    b = json.load(open(path))["benchmarks"]
-    return [dict(zip(b["columns"], r)) for r in b["rows"]] if isinstance(b, dict) else b
+    """A Google Benchmark JSON's benchmarks, as it writes them or stored compactly."""
+    return expand_rows(json.load(open(path))["benchmarks"])
 
 
 def load_bench(path):

@@ -35,6 +35,16 @@ SDPA_LABELS = {
     "sdpa_cudnn": "cuDNN fused (SDPA cudnn)",
     "sdpa_efficient": "memory-efficient (SDPA)",
 }
+
+
+def expand_rows(listed):
+    """A list of rows as written, or as stored compactly ({"columns": [...], "rows": [[...], ...]},
+    docs/results/README.md): the list of dicts either way."""
+    if isinstance(listed, dict):
+        return [dict(zip(listed["columns"], r)) for r in listed["rows"]]
+    return listed
+
+
 KERNEL_RE = re.compile(r"\b(\d\d)_([a-z0-9_]+?)(?=$|[/:,\s]|_(?:fp16|bf16)\b)")
 
 
@@ -71,10 +81,7 @@ def load_bench(path):
         doc = json.load(fh)
     # Per benchmark: its median aggregate when the run had repetitions, else its iteration(s).
     by_run = {}
-    listed = doc.get("benchmarks", [])
-    if isinstance(listed, dict):  # stored compactly: {"columns": [...], "rows": [[...], ...]}
-        listed = [dict(zip(listed["columns"], r)) for r in listed["rows"]]
-    for b in listed:
+    for b in expand_rows(doc.get("benchmarks", [])):
         by_run.setdefault(b.get("run_name", b.get("name", "")), []).append(b)
     benches = []
     for group in by_run.values():

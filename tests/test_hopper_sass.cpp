@@ -220,6 +220,31 @@ std::map<std::string, std::vector<std::string>> sm90_instructions(const fl::Kern
   return out;
 }
 
+// The rung of this number in the build, or nullptr.
+const fl::KernelInfo* rung(int number) {
+  for (const fl::KernelInfo* k : fl::all_kernels()) {
+    if (k->number == number) return k;
+  }
+  return nullptr;
+}
+
+// For each kernel of `code` whose demangled name `name` matches: its instance (the regex's
+// groups joined by ", ", e.g. "__half, 128, 16") and `count` of its instructions.
+template <typename Count>
+std::map<std::string, int> by_instance(
+    const std::map<std::string, std::vector<std::string>>& code, const std::regex& name,
+    Count count) {
+  std::map<std::string, int> out;
+  for (const auto& [fn, insns] : code) {
+    std::smatch m;
+    if (!std::regex_search(fn, m, name)) continue;
+    std::string key = m[1];
+    for (size_t g = 2; g < m.size(); ++g) key += ", " + std::string(m[g]);
+    out[key] = count(insns);
+  }
+  return out;
+}
+
 // Rung 47 launches its combine as the split kernel's programmatic dependent: on compute
 // capability 9.0 the split kernel issues griddepcontrol.launch_dependents (SASS PREEXIT) and the
 // combine griddepcontrol.wait (SASS ACQBULK) before its first read of the partials. Without the
@@ -228,12 +253,8 @@ std::map<std::string, std::vector<std::string>> sm90_instructions(const fl::Kern
 // already has them. The sm_80 code has neither: the instructions are sm_90's, and the host
 // launches that code plainly.
 TEST(DecodeSass, Rung47SplitKernelLetsTheCombineStartAndTheCombineWaits) {
-  const fl::KernelInfo* k46 = nullptr;
-  const fl::KernelInfo* k47 = nullptr;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
-    if (k->number == 46) k46 = k;
-    if (k->number == 47) k47 = k;
-  }
+  const fl::KernelInfo* k46 = rung(46);
+  const fl::KernelInfo* k47 = rung(47);
   if (k47 == nullptr) GTEST_SKIP() << "rung 47 is not in this build";
   // Per kernel of a rung's sm_90 code: how many PREEXIT and ACQBULK.
   auto count = [](const fl::KernelInfo& k, std::string* skip) {
@@ -295,12 +316,8 @@ int longest_load_run(const std::vector<std::string>& code) {
 // moves an add or two ahead of a few loads.) A batch of 16 compiled into two rounds of 8, or a
 // batch of 8 that drifted from rung 48's, fails.
 TEST(DecodeSass, Rung49CombineIssuesSixteenPartialsLoadsTogether) {
-  const fl::KernelInfo* k48 = nullptr;
-  const fl::KernelInfo* k49 = nullptr;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
-    if (k->number == 48) k48 = k;
-    if (k->number == 49) k49 = k;
-  }
+  const fl::KernelInfo* k48 = rung(48);
+  const fl::KernelInfo* k49 = rung(49);
   if (k49 == nullptr) GTEST_SKIP() << "rung 49 is not in this build";
   std::string skip;
   const auto c49 = sm90_instructions(*k49, &skip);
@@ -356,12 +373,8 @@ int loads_before_first_shuffle(const std::vector<std::string>& code) {
 }
 
 TEST(DecodeSass, Rung51CombineLoadsPartialsWithTheLSEs) {
-  const fl::KernelInfo* k50 = nullptr;
-  const fl::KernelInfo* k51 = nullptr;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
-    if (k->number == 50) k50 = k;
-    if (k->number == 51) k51 = k;
-  }
+  const fl::KernelInfo* k50 = rung(50);
+  const fl::KernelInfo* k51 = rung(51);
   if (k51 == nullptr) GTEST_SKIP() << "rung 51 is not in this build";
   std::string skip;
   const auto c51 = sm90_instructions(*k51, &skip);
@@ -372,25 +385,15 @@ TEST(DecodeSass, Rung51CombineLoadsPartialsWithTheLSEs) {
   // "void fl::k51_decode_combine_one_trip::combine_kernel<__half, 128, 16>(...)" -> "__half,
   // 128, 16".
   static const std::regex name(R"(combine_kernel<(.+), (\d+)>\()");
-  std::map<std::string, int> before50;
-  for (const auto& [fn, code] : c50) {
-    std::smatch m;
-    if (!std::regex_search(fn, m, name)) continue;
-    before50[std::string(m[1]) + ", " + std::string(m[2])] = loads_before_first_shuffle(code);
-  }
+  const auto before50 = by_instance(c50, name, loads_before_first_shuffle);
+  const auto before51 = by_instance(c51, name, loads_before_first_shuffle);
   int instances = 0;
-  for (const auto& [fn, code] : c51) {
-    std::smatch m;
-    if (fn.find("combine_kernel") == std::string::npos) continue;
-    ASSERT_TRUE(std::regex_search(fn, m, name)) << fn;
-    const std::string key = std::string(m[1]) + ", " + std::string(m[2]);
-    const int batch = std::stoi(m[2]);
-    const int before = loads_before_first_shuffle(code);
-    SCOPED_TRACE(key);
+  for (const auto& [key, before] : before51) {
+    const int batch = std::stoi(key.substr(key.rfind(", ") + 2));
     EXPECT_GT(before, batch) << "the LSEs' loads and a batch of partials' before the reductions";
     if (k50 != nullptr) {
       ASSERT_TRUE(before50.count(key)) << "rung 50's combine of the same instance";
-      EXPECT_GE(before, before50[key] + batch);
+      EXPECT_GE(before, before50.at(key) + batch);
     }
     ++instances;
   }
@@ -413,12 +416,8 @@ int integer_divisions(const std::vector<std::string>& code) {
 }
 
 TEST(DecodeSass, Rung52CopiesQWithoutADivisionARow) {
-  const fl::KernelInfo* k51 = nullptr;
-  const fl::KernelInfo* k52 = nullptr;
-  for (const fl::KernelInfo* k : fl::all_kernels()) {
-    if (k->number == 51) k51 = k;
-    if (k->number == 52) k52 = k;
-  }
+  const fl::KernelInfo* k51 = rung(51);
+  const fl::KernelInfo* k52 = rung(52);
   if (k51 == nullptr || k52 == nullptr) GTEST_SKIP() << "rungs 51 and 52 are not both built";
   std::string skip;
   const auto c52 = sm90_instructions(*k52, &skip);
@@ -427,24 +426,14 @@ TEST(DecodeSass, Rung52CopiesQWithoutADivisionARow) {
   const auto c51 = sm90_instructions(*k51, &skip);
   // "void fl::k52_decode_q_rows::decode_kernel<__half, 128, true>(...)" -> "__half, 128, true".
   static const std::regex name(R"(decode_kernel<(.+), (\d+), (true|false)>\()");
-  std::map<std::string, int> in51;
-  for (const auto& [fn, code] : c51) {
-    std::smatch m;
-    if (!std::regex_search(fn, m, name)) continue;
-    in51[std::string(m[1]) + ", " + std::string(m[2]) + ", " + std::string(m[3])] =
-        integer_divisions(code);
-  }
+  const auto in51 = by_instance(c51, name, integer_divisions);
   int instances = 0;
-  for (const auto& [fn, code] : c52) {
-    std::smatch m;
-    if (fn.find("decode_kernel") == std::string::npos) continue;
-    ASSERT_TRUE(std::regex_search(fn, m, name)) << fn;
-    const std::string key =
-        std::string(m[1]) + ", " + std::string(m[2]) + ", " + std::string(m[3]);
-    const int d = std::stoi(m[2]), steps = 64 * d / 8 / 128;  // rows x chunks / threads
+  for (const auto& [key, divisions] : by_instance(c52, name, integer_divisions)) {
+    // The head dim: the number after the type ("__half, 128, true").
+    const int d = std::stoi(key.substr(key.find(", ") + 2)), steps = 64 * d / 8 / 128;
     SCOPED_TRACE(key);
     ASSERT_TRUE(in51.count(key)) << "rung 51's split kernel of the same instance";
-    EXPECT_LE(integer_divisions(code), in51[key] - (steps - 2));
+    EXPECT_LE(divisions, in51.at(key) - (steps - 2));
     ++instances;
   }
   EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x key warps or not";

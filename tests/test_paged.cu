@@ -777,8 +777,9 @@ TEST(PagedSame, Rung51IsRung50BitForBit) {
 TEST(PagedSame, Rung52IsRung51BitForBit) {
   // Rung 52 fills the packed Q tile with the same rows, found by stepping (s, i) rather than
   // dividing each row by g; the tile, and so every bit, is rung 51's. Besides the common grid
-  // (g = 4 and 32), group sizes that do not divide a thread's step of rows (5, 8, 10 or 16 rows
-  // by head dim), with query rows from 1 to 16: every (s, i) carry a step can make.
+  // (g = 4 and 32), group sizes 1, 3, 5, 6, 7 and 12, most of which do not divide a thread's
+  // step of rows (16, 10, 8 or 5 rows at d = 64, 96, 128, 192), with query rows from 1 to 16:
+  // steps with a carry and without, at every head dim.
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k51 = forward_rung(51);
   const fl::KernelInfo* k52 = forward_rung(52);
