@@ -9,6 +9,8 @@ reversed every other round; each arm the median of its rounds):
     cache_seqlens (rung 39, each sequence its own page);
   * paged N (N in --pages, default 64 and 256): the same keys in a pool of pages of N keys in a
     shuffled order, reached through a block table;
+  * paged N in order (with --in-order): the same pages in order, so that the pool is the
+    contiguous cache's memory and only the table's cost in the kernel differs;
   * plain: flash_ladder.attention on the same cache without lengths (layout "bnhd"), the call
     the decode rungs took before the cache.
 
@@ -39,13 +41,15 @@ import compare_sdpa as cs  # noqa: E402  (Timer, json_safe, the package on the p
 import flash_ladder  # noqa: E402
 
 
-def paged_copy(k, v, page, gen):
+def paged_copy(k, v, page, gen, shuffle=True):
     """k and v [B, Nk, H, d] as pools [B * P, page, H, d], P = ceil(Nk / page) pages a sequence
     (a last page that Nk does not fill is padded with zeros, past the sequence's length), in a
-    shuffled order, and the int32 block table [B, P] that finds each sequence's pages in both."""
+    shuffled order (else in order: the pool is then the cache's own layout), and the int32 block
+    table [B, P] that finds each sequence's pages in both."""
     b, nk, h, d = k.shape
     per = -(-nk // page)
-    order = torch.randperm(b * per, generator=gen, device="cpu").to(k.device)
+    order = (torch.randperm(b * per, generator=gen, device="cpu") if shuffle
+             else torch.arange(b * per)).to(k.device)
     pools = []
     for t in (k, v):
         padded = torch.zeros(b, per * page, h, d, dtype=t.dtype, device=t.device)
@@ -65,6 +69,10 @@ def main():
     ap.add_argument("--nq", type=int, default=1)
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--pages", default="64,256")
+    ap.add_argument("--in-order", action="store_true",
+                    help="also time each page size with its pages in order (paged N in order): "
+                         "the same memory as the contiguous cache, so that the table's cost "
+                         "shows apart from where the pages lie")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--ragged", action="store_true",
@@ -93,8 +101,11 @@ def main():
                                      dtype=torch.int32).cuda()
             else:
                 lens = torch.full((b,), nk, dtype=torch.int32, device="cuda")
-            pools = [(page, *paged_copy(k, v, page, gen))
+            pools = [(f"{page}", *paged_copy(k, v, page, gen))
                      for page in (int(x) for x in args.pages.split(","))]
+            if args.in_order:
+                pools += [(f"{page} in order", *paged_copy(k, v, page, gen, shuffle=False))
+                          for page in (int(x) for x in args.pages.split(","))]
             arms = {}
             for kern in kernels:
                 tag = "" if len(kernels) == 1 else f" {kern}"

@@ -12,7 +12,8 @@
 // finds rung 47's programmatic dependent launch in its sm_90 code (PREEXIT, ACQBULK), and a
 // fourth rung 49's combine of 16 partials a batch against rung 48's of 8, a fifth rung 51's
 // combine loading its partials with the LSEs against rung 50's, a sixth rung 52's copy of Q
-// without a division a row against rung 51's.
+// without a division a row against rung 51's, a seventh rung 53's block-table loads (once a run
+// of 16 keys) against rung 52's (once a row).
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -434,6 +435,41 @@ TEST(DecodeSass, Rung52CopiesQWithoutADivisionARow) {
     SCOPED_TRACE(key);
     ASSERT_TRUE(in51.count(key)) << "rung 51's split kernel of the same instance";
     EXPECT_LE(divisions, in51.at(key) - (steps - 2));
+    ++instances;
+  }
+  EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x key warps or not";
+}
+
+// Rung 53 finds a tile's rows, where pages are smaller than a tile, through four runs of 16
+// keys: four block-table loads a tile, where rung 52 loaded a row's entry for each of a thread's
+// rows (4, 6, 8, 12 at d = 64, 96, 128, 192), for K and again for V. The table loads are the
+// split kernel's plain global loads (LDG; the K/V copies are LDGSTS): in every instance rung 53
+// has at least 2 x rows - 4 fewer than rung 52's, one tile's saving. A rung 53 that read the
+// table a row at a time again fails.
+int table_loads(const std::vector<std::string>& code) {
+  static const std::regex ldg(R"(\bLDG\.)");
+  int n = 0;
+  for (const std::string& i : code) n += std::regex_search(i, ldg);
+  return n;
+}
+
+TEST(DecodeSass, Rung53ReadsTheTableOnceARun) {
+  const fl::KernelInfo* k52 = rung(52);
+  const fl::KernelInfo* k53 = rung(53);
+  if (k52 == nullptr || k53 == nullptr) GTEST_SKIP() << "rungs 52 and 53 are not both built";
+  std::string skip;
+  const auto c53 = sm90_instructions(*k53, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  if (c53.empty()) GTEST_SKIP() << "rung 53 has no sm_90 code in this build";
+  const auto c52 = sm90_instructions(*k52, &skip);
+  static const std::regex name(R"(decode_kernel<(.+), (\d+), (true|false)>\()");
+  const auto in52 = by_instance(c52, name, table_loads);
+  int instances = 0;
+  for (const auto& [key, loads] : by_instance(c53, name, table_loads)) {
+    const int d = std::stoi(key.substr(key.find(", ") + 2)), rows = 64 * d / 8 / 128;
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(in52.count(key)) << "rung 52's split kernel of the same instance";
+    EXPECT_LE(loads, in52.at(key) - (2 * rows - 4));
     ++instances;
   }
   EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x key warps or not";

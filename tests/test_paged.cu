@@ -22,8 +22,8 @@
 //                 rung 46 equals rung 40 always (the same splits, the same sums), rung 47
 //                 rung 46, rung 48 rung 47 above 16 rows a block, rung 49 rung 48 always, and
 //                 rung 50 rung 49 where it splits alike (always at d <= 96), rung 51
-//                 rung 50 always, and rung 52 rung 51 always (group sizes 1, 3, 5-7 and 12
-//                 too);
+//                 rung 50 always, rung 52 rung 51 always (group sizes 1, 3, 5-7 and 12
+//                 too), and rung 53 rung 52 always (pages of 32, 48, 80, 112 and 208 too);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -805,6 +805,44 @@ TEST(PagedSame, Rung52IsRung51BitForBit) {
       const RunResult a = run_case(*k51, c, h);
       SKIP_ON_SHARED_MEMORY(a);
       const RunResult b = run_case(*k52, c, h);
+      ASSERT_EQ(a.refused, "");
+      ASSERT_EQ(b.refused, "");
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    }
+  }
+}
+
+TEST(PagedSame, Rung53IsRung52BitForBit) {
+  // Rung 53 finds the rows of a tile that spans pages through four runs of 16 keys, a table
+  // read a run, where rung 52 read the table and divided by the page size a row; the same rows
+  // land in the same places, so every bit is rung 52's. Besides the common grid (pages of 64 and
+  // 16), pages of 32, 48, 80, 112 and 208 keys (over 1100 keys a tile starts at every multiple
+  // of 16 inside such a page), with lengths that end inside a run, on a run's edge, at one key and
+  // at the capacity, causal and with four rows a block, at every head dim.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k52 = forward_rung(52);
+  const fl::KernelInfo* k53 = forward_rung(53);
+  if (k52 == nullptr || k53 == nullptr) GTEST_SKIP() << "rungs 52 and 53 are not both built";
+  expect_same_bits(52, 53, 53);
+  expect_same_bits(52, 53, 153, /*many_rows=*/true);
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (int64_t page : {32, 48, 80, 112, 208}) {
+      CacheCase c;
+      c.t = d == 96 ? fl::DType::bf16 : fl::DType::f16;
+      c.d = d;
+      c.hq = 8;
+      c.hkv = 2;
+      c.causal = true;
+      c.capacity = 1100;
+      c.page = page;
+      c.lengths = {1100, 1, 333, 640, 1057};
+      c.seed = 53 + d + page;
+      SCOPED_TRACE(c.describe());
+      const HostData h = make_host_data(c);
+      const RunResult a = run_case(*k52, c, h);
+      SKIP_ON_SHARED_MEMORY(a);
+      const RunResult b = run_case(*k53, c, h);
       ASSERT_EQ(a.refused, "");
       ASSERT_EQ(b.refused, "");
       EXPECT_EQ(bitwise_differences(a, b), 0);
