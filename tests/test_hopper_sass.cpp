@@ -401,13 +401,44 @@ TEST(DecodeSass, Rung51CombineLoadsPartialsWithTheLSEs) {
   EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x a batch of 8 and of 16";
 }
 
+// Every instance of rung `newer`'s split kernel (fp16, bf16; d = 64, 96, 128, 192; with key warps
+// and without: 16) against rung `older`'s of the same instance: `count` of its sm_90
+// instructions at least `fewer(rows)` below, where rows = 64 d / 8 / 128 is the number of rows a
+// thread copies a tile (4, 6, 8, 12). Skips where either rung or the SASS is missing.
+template <typename Count, typename Fewer>
+void expect_fewer_in_every_split_kernel(int older, int newer, Count count, Fewer fewer) {
+  const fl::KernelInfo* ko = rung(older);
+  const fl::KernelInfo* kn = rung(newer);
+  if (ko == nullptr || kn == nullptr) {
+    GTEST_SKIP() << "rungs " << older << " and " << newer << " are not both built";
+  }
+  std::string skip;
+  const auto cn = sm90_instructions(*kn, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  if (cn.empty()) GTEST_SKIP() << "rung " << newer << " has no sm_90 code in this build";
+  const auto co = sm90_instructions(*ko, &skip);
+  // "void fl::k52_decode_q_rows::decode_kernel<__half, 128, true>(...)" -> "__half, 128, true".
+  static const std::regex name(R"(decode_kernel<(.+), (\d+), (true|false)>\()");
+  const auto in_older = by_instance(co, name, count);
+  int instances = 0;
+  for (const auto& [key, n] : by_instance(cn, name, count)) {
+    // The head dim: the number after the type ("__half, 128, true").
+    const int d = std::stoi(key.substr(key.find(", ") + 2)), rows = 64 * d / 8 / 128;
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(in_older.count(key)) << "rung " << older << "'s split kernel of the same instance";
+    EXPECT_LE(n, in_older.at(key) - fewer(rows));
+    ++instances;
+  }
+  EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x key warps or not";
+}
+
 // Rung 52 copies the packed Q tile stepping (s, i) = (r / g, r % g) from row to row, where rung
-// 51 divided each of a thread's rows by g (known only at run time): one integer division a step
-// (4, 6, 8, 12 steps at d = 64, 96, 128, 192), against two in all (the thread's first row, and
-// the step). In SASS an integer division by a register starts with the reciprocal of the
-// divisor converted to float (I2F.RP or I2F.U32.RP); in every instance of the split kernel
-// (fp16, bf16; the four head dims; with key warps and without) rung 52 has at least steps - 2
-// fewer than rung 51's instance. A rung 52 that divided a row at a time again fails.
+// 51 divided each of a thread's rows by g (known only at run time): one integer division a row
+// (4, 6, 8, 12 rows a thread at d = 64, 96, 128, 192), against two in all (the thread's first
+// row, and the step). In SASS an integer division by a register starts with the
+// reciprocal of the divisor converted to float (I2F.RP or I2F.U32.RP); in every instance rung
+// 52 has at least rows - 2 fewer than rung 51's. A rung 52 that divided a row at a time again
+// fails.
 int integer_divisions(const std::vector<std::string>& code) {
   int n = 0;
   for (const std::string& i : code) {
@@ -417,35 +448,14 @@ int integer_divisions(const std::vector<std::string>& code) {
 }
 
 TEST(DecodeSass, Rung52CopiesQWithoutADivisionARow) {
-  const fl::KernelInfo* k51 = rung(51);
-  const fl::KernelInfo* k52 = rung(52);
-  if (k51 == nullptr || k52 == nullptr) GTEST_SKIP() << "rungs 51 and 52 are not both built";
-  std::string skip;
-  const auto c52 = sm90_instructions(*k52, &skip);
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  if (c52.empty()) GTEST_SKIP() << "rung 52 has no sm_90 code in this build";
-  const auto c51 = sm90_instructions(*k51, &skip);
-  // "void fl::k52_decode_q_rows::decode_kernel<__half, 128, true>(...)" -> "__half, 128, true".
-  static const std::regex name(R"(decode_kernel<(.+), (\d+), (true|false)>\()");
-  const auto in51 = by_instance(c51, name, integer_divisions);
-  int instances = 0;
-  for (const auto& [key, divisions] : by_instance(c52, name, integer_divisions)) {
-    // The head dim: the number after the type ("__half, 128, true").
-    const int d = std::stoi(key.substr(key.find(", ") + 2)), steps = 64 * d / 8 / 128;
-    SCOPED_TRACE(key);
-    ASSERT_TRUE(in51.count(key)) << "rung 51's split kernel of the same instance";
-    EXPECT_LE(divisions, in51.at(key) - (steps - 2));
-    ++instances;
-  }
-  EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x key warps or not";
+  expect_fewer_in_every_split_kernel(51, 52, integer_divisions, [](int rows) { return rows - 2; });
 }
 
 // Rung 53 finds a tile's rows, where pages are smaller than a tile, through four runs of 16
 // keys: four block-table loads a tile, where rung 52 loaded a row's entry for each of a thread's
-// rows (4, 6, 8, 12 at d = 64, 96, 128, 192), for K and again for V. The table loads are the
-// split kernel's plain global loads (LDG; the K/V copies are LDGSTS): in every instance rung 53
-// has at least 2 x rows - 4 fewer than rung 52's, one tile's saving. A rung 53 that read the
-// table a row at a time again fails.
+// rows, for K and again for V. The table loads are the split kernel's plain global loads (LDG;
+// the K/V copies are LDGSTS): in every instance rung 53 has at least 2 x rows - 4 fewer than
+// rung 52's, one tile's saving. A rung 53 that read the table a row at a time again fails.
 int table_loads(const std::vector<std::string>& code) {
   static const std::regex ldg(R"(\bLDG\.)");
   int n = 0;
@@ -454,25 +464,7 @@ int table_loads(const std::vector<std::string>& code) {
 }
 
 TEST(DecodeSass, Rung53ReadsTheTableOnceARun) {
-  const fl::KernelInfo* k52 = rung(52);
-  const fl::KernelInfo* k53 = rung(53);
-  if (k52 == nullptr || k53 == nullptr) GTEST_SKIP() << "rungs 52 and 53 are not both built";
-  std::string skip;
-  const auto c53 = sm90_instructions(*k53, &skip);
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  if (c53.empty()) GTEST_SKIP() << "rung 53 has no sm_90 code in this build";
-  const auto c52 = sm90_instructions(*k52, &skip);
-  static const std::regex name(R"(decode_kernel<(.+), (\d+), (true|false)>\()");
-  const auto in52 = by_instance(c52, name, table_loads);
-  int instances = 0;
-  for (const auto& [key, loads] : by_instance(c53, name, table_loads)) {
-    const int d = std::stoi(key.substr(key.find(", ") + 2)), rows = 64 * d / 8 / 128;
-    SCOPED_TRACE(key);
-    ASSERT_TRUE(in52.count(key)) << "rung 52's split kernel of the same instance";
-    EXPECT_LE(loads, in52.at(key) - (2 * rows - 4));
-    ++instances;
-  }
-  EXPECT_EQ(instances, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x key warps or not";
+  expect_fewer_in_every_split_kernel(52, 53, table_loads, [](int rows) { return 2 * rows - 4; });
 }
 
 }  // namespace

@@ -818,8 +818,8 @@ TEST(PagedSame, Rung53IsRung52BitForBit) {
   // read a run, where rung 52 read the table and divided by the page size a row; the same rows
   // land in the same places, so every bit is rung 52's. Besides the common grid (pages of 64 and
   // 16), pages of 32, 48, 80, 112 and 208 keys (over 1100 keys a tile starts at every multiple
-  // of 16 inside such a page), with lengths that end inside a run, on a run's edge, at one key and
-  // at the capacity, causal and with four rows a block, at every head dim.
+  // of 16 inside a page of 48, 80, 112 or 208), with lengths that end inside a run, on a run's
+  // edge, at one key and at the capacity, causal and with four rows a block, at every head dim.
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k52 = forward_rung(52);
   const fl::KernelInfo* k53 = forward_rung(53);
