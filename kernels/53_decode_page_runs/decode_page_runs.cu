@@ -360,15 +360,15 @@ __global__ void __launch_bounds__(kThreads)
       // 16 rows). Rung 52 divided every row's key by the page size, and read its table entry,
       // for K and again for V. A run past the sequence's keys (16 q >= valid) copies nothing and
       // is not looked up (its entry may be unset): it reads the first run's entry instead.
-      const int index0 = key0 / page_size;
-      int index = index0, row = key0 - index0 * page_size;
+      const int index0 = key0 / page_size, row0 = key0 - index0 * page_size;
+      int index = index0, row = row0;
       const T* k_run[4];
       const T* v_run[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const bool in = 16 * q < valid;
         const int64_t page = table[in ? index : index0];
-        const int64_t at = in ? row : key0 - index0 * page_size;
+        const int64_t at = in ? row : row0;
         k_run[q] = gK + page * p.k_stride.batch + at * p.k_stride.row;
         v_run[q] = gV + page * p.v_stride.batch + at * p.v_stride.row;
         row += 16;
