@@ -123,8 +123,8 @@ const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why) {
   sized.workspace_bytes = INT64_MAX;
   if (sized.workspace == nullptr) sized.workspace = reinterpret_cast<void*>(256);  // never read
   // Two tracks share the numbers: the Hopper rungs (33-36, compute capability 9.0) are faster
-  // than any mma.sync rung where they take a call, the later mma.sync rungs 41-45 included, so
-  // they are asked first; within a track, the highest number.
+  // than any mma.sync rung where they take a call, the later mma.sync rungs 41-45 and 54-55
+  // included, so they are asked first; within a track, the highest number.
   std::string reasons;
   const auto& kernels = backward_kernels();
   for (const bool hopper : {true, false}) {

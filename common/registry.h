@@ -114,9 +114,10 @@ int64_t workspace_bytes(const KernelInfo& kernel, const AttnParams& p);
 const KernelInfo* best_kernel(const AttnParams& p, std::string* why = nullptr);
 
 // The same among the backward rungs, with one difference: the Hopper track (compute capability
-// 9.0: rungs 33-36) is asked before the mma.sync rungs (29-32 and 41-45), each from its highest
-// number down, since rungs 41-45 come after the Hopper rungs in number but not in speed. The
-// workspace size is not part of the choice (ask workspace_bytes of the kernel this returns).
+// 9.0: rungs 33-36) is asked before the mma.sync rungs (29-32, 41-45 and 54-55), each from its
+// highest number down, since rungs 41-45 and 54-55 come after the Hopper rungs in number but not
+// in speed. The workspace size is not part of the choice (ask workspace_bytes of the kernel this
+// returns).
 const KernelInfo* best_backward_kernel(const BwdParams& b, std::string* why = nullptr);
 
 // Checks the arguments (throws UnsupportedError naming the kernel and the rule), then launches

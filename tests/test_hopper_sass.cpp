@@ -13,7 +13,8 @@
 // fourth rung 49's combine of 16 partials a batch against rung 48's of 8, a fifth rung 51's
 // combine loading its partials with the LSEs against rung 50's, a sixth rung 52's copy of Q
 // without a division a row against rung 51's, a seventh rung 53's block-table loads (once a run
-// of 16 keys) against rung 52's (once a row).
+// of 16 keys) against rung 52's (once a row), an eighth the block-wide barriers of the backward
+// rungs 45, 54 and 55 (two a step, one, none).
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -465,6 +466,53 @@ int table_loads(const std::vector<std::string>& code) {
 
 TEST(DecodeSass, Rung53ReadsTheTableOnceARun) {
   expect_fewer_in_every_split_kernel(52, 53, table_loads, [](int rows) { return 2 * rows - 4; });
+}
+
+// The instances of a backward rung's main kernel (fp16, bf16 x d = 64, 128, 256) in its sm_90
+// code, each with how many of its instructions hold `op`.
+std::map<std::string, int> in_every_bwd_main(int number, const std::string& op,
+                                             std::string* skip) {
+  const fl::KernelInfo* k = rung(number);
+  if (k == nullptr) {
+    *skip = "rung " + std::to_string(number) + " is not in this build";
+    return {};
+  }
+  const auto code = sm90_instructions(*k, skip);
+  if (!skip->empty()) return {};
+  if (code.empty()) *skip = "rung " + std::to_string(number) + " has no sm_90 code in this build";
+  // "void fl::k55_bwd_split_barrier::bwd_main<__half, 128>(...)" -> "__half, 128".
+  static const std::regex name(R"(bwd_main<(.+), (\d+)>\()");
+  return by_instance(code, name, [&](const std::vector<std::string>& insns) {
+    int n = 0;
+    for (const std::string& i : insns) n += i.find(op) != std::string::npos;
+    return n;
+  });
+}
+
+// A __syncthreads() is a BAR.SYNC in SASS. Rung 45 has two a step; rung 54 keeps one a step
+// (after the stores of Pᵀ and dSᵀ) and waits for its copies on mbarriers (SYNCS.PHASECHK), with
+// one more barrier before the loop, after the mbarriers' setup: two in all. Rung 55 splits the
+// step's barrier into an mbarrier arrive (SYNCS.ARRIVE) and a wait: the setup's is its only
+// BAR.SYNC. A rung 54 that waited at the top of the step again, or a rung 55 with a block-wide
+// barrier in its loop, fails.
+TEST(BackwardSass, Rung54And55BarriersAStep) {
+  struct Expect {
+    int rung, bars;
+    const char* must_have;  // an instruction every instance has, or ""
+  };
+  for (const Expect& e : {Expect{45, 2, ""}, Expect{54, 2, "SYNCS.PHASECHK"},
+                          Expect{55, 1, "SYNCS.ARRIVE"}}) {
+    SCOPED_TRACE("rung " + std::to_string(e.rung));
+    std::string skip;
+    const auto bars = in_every_bwd_main(e.rung, "BAR.SYNC", &skip);
+    if (!skip.empty()) GTEST_SKIP() << skip;
+    EXPECT_EQ(bars.size(), 6u) << "fp16, bf16 x d = 64, 128, 256";
+    for (const auto& [key, n] : bars) EXPECT_EQ(n, e.bars) << key;
+    if (*e.must_have == '\0') continue;
+    for (const auto& [key, n] : in_every_bwd_main(e.rung, e.must_have, &skip)) {
+      EXPECT_GE(n, 1) << key << ": " << e.must_have;
+    }
+  }
 }
 
 }  // namespace

@@ -503,7 +503,7 @@ TEST(Registry, KvCacheCallsNeedAKernelWithKvCache) {
     EXPECT_EQ(fl::why_unsupported(*k, plain).find(rule), std::string::npos) << k->name();
   }
   // The forward rungs from 39 on (the serving track's) say kv_cache, and no other: not the
-  // backward rungs 41-45 numbered after them.
+  // backward rungs 41-45 and 54-55 numbered after them.
   for (const fl::KernelInfo* k : fl::all_kernels()) {
     EXPECT_EQ(k->kv_cache, k->number >= 39 && k->op == fl::Op::forward) << k->name();
   }

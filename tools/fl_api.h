@@ -281,9 +281,9 @@ FL_API int64_t fl_backward_workspace_size(int number, const fl_attention_params*
                                           size_t why_len);
 
 /* The number of the backward rung FL_KERNEL_BEST picks for *b on the current device (the highest
- * numbered Hopper rung, 33-36, that takes the call, else the highest numbered mma.sync rung, 29-32
- * and 41-45; the workspace is not judged: size it for the rung this returns), or -1 when none can
- * (why gets every backward rung's reason). */
+ * numbered Hopper rung, 33-36, that takes the call, else the highest numbered mma.sync rung, 29-32,
+ * 41-45 and 54-55; the workspace is not judged: size it for the rung this returns), or -1 when
+ * none can (why gets every backward rung's reason). */
 FL_API int fl_best_backward_kernel(const fl_backward_params* b, char* why, size_t why_len);
 
 /* 1 when backward rung `number` can run *b on the current device, the workspace's size included,

@@ -1,5 +1,6 @@
 // Asynchronous global -> shared copies through inline PTX.
-//   PTX ISA: "Data movement: cp.async", "cp.async.commit_group", "cp.async.wait_group", sm_80+.
+//   PTX ISA: "Data movement: cp.async", "cp.async.commit_group", "cp.async.wait_group",
+//   "cp.async.mbarrier.arrive", sm_80+.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,13 @@ __device__ __forceinline__ void wait_group() {
 
 // cp.async.wait_all: waits for every copy this thread issued.
 __device__ __forceinline__ void wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// cp.async.mbarrier.arrive.noinc: one arrival on the mbarrier at `bar` (shared memory), made when
+// every cp.async this thread issued before it has landed; the writes are then visible to any
+// thread that sees the barrier's phase complete. .noinc: the arrival is one of the count given at
+// init (init with the number of threads that arrive this way). sm_80+.
+__device__ __forceinline__ void mbarrier_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
 
 }  // namespace fl::ptx::cp_async

@@ -9,7 +9,7 @@ first of them (29) starts its track, as rung 00 does, and has no diff limit. The
 (decode, 37 on: the forward rungs from the one whose banner says it is the first rung of the
 serving track) is a track of its own the same way. Where a banner's "builds on: NN" names another
 rung of the same track than the one before it in number (rung 41, the first of the last
-mma.sync backward rungs, 41-45, builds on 32, not on the Hopper rung 36), that rung is the one
+mma.sync backward rungs, 41-45 and 54-55, builds on 32, not on the Hopper rung 36), that rung is the one
 before."""
 import difflib
 import glob
