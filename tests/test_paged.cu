@@ -594,56 +594,70 @@ TEST(PagedSame, APlainCallIsRung38BitForBit) {
   }
 }
 
-TEST(PagedSame, Rung40IsRung39BitForBitWhereItSplitsAlike) {
-  // Rung 40 changes when a tile is copied (its ring) and what the split rule is told, not what
-  // is computed: wherever it takes as many splits as rung 39 (the same workspace) it writes the
-  // same bits. At d <= 96 (tiles under 32 KiB) it is rung 39 altogether: the same splits always.
-  // Cache calls (ragged lengths; pages of 64 and 16) and plain ones; B = 1 and 3 split, B = 16
-  // (128 blocks) fills an H100's SMs at d = 128.
-  FL_REQUIRE_GPU();
-  const fl::KernelInfo* k39 = forward_rung(39);
-  const fl::KernelInfo* k40 = forward_rung(40);
-  if (k39 == nullptr || k40 == nullptr) GTEST_SKIP() << "rungs 39 and 40 are not both built";
-  int same_splits = 0;
+// The split grid of the bit-for-bit tests: d = 64, 96, 128, 192 (bf16 where d is not a multiple
+// of 64) x B = 1, 3, 16 x the contiguous cache, pages of 64 and of 16, cache lengths passed but
+// for the plain call at B = 16. B = 3 is ragged ({1024, 1, 700}: a row with one key, whose
+// splits but the first are empty); the others sit at the capacity, 1024 keys. long_single: B = 1
+// is MQA over 16384 keys instead (one KV head; a long cache in more than 32 splits, so that the
+// LSEs of a row fill more than one register of the lanes). many_rows: Nq = 2 at B = 1 (64 rows a
+// block) and 8 at B = 3 and 16 (32 rows), else one query row (32 and 4 rows). B = 16 fills an
+// H100's SMs at d = 128 and 192. Each case's seed is `seed` + d + B + the page size.
+std::vector<CacheCase> split_grid(int seed, bool long_single, bool many_rows = false) {
+  std::vector<CacheCase> out;
   for (int64_t d : {64, 96, 128, 192}) {
     for (int64_t batch : {1, 3, 16}) {
       for (int64_t page : {0, 64, 16}) {
         CacheCase c;
         c.t = d % 64 == 0 ? fl::DType::f16 : fl::DType::bf16;
         c.d = d;
-        c.capacity = 1024;
+        c.capacity = long_single && batch == 1 ? 16384 : 1024;
+        if (long_single && batch == 1) c.hkv = 1;
+        if (many_rows) c.nq = batch == 1 ? 2 : 8;
         c.page = page;
         c.with_lengths = page != 0 || batch != 16;
-        c.lengths.assign(batch, 1024);
+        c.lengths.assign(batch, static_cast<int32_t>(c.capacity));
         if (batch == 3) c.lengths = {1024, 1, 700};
-        c.seed = d + batch + page;
-        SCOPED_TRACE(c.describe());
-        const HostData h = make_host_data(c);
-        const RunResult a = run_case(*k39, c, h);
-        SKIP_ON_SHARED_MEMORY(a);
-        const RunResult b = run_case(*k40, c, h);
-        ASSERT_EQ(a.refused, "");
-        ASSERT_EQ(b.refused, "");
-        if (d <= 96) EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 39's splits";
-        if (b.workspace_bytes == a.workspace_bytes) {
-          EXPECT_EQ(bitwise_differences(a, b), 0);
-          EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
-          ++same_splits;
-        }
+        c.seed = seed + d + batch + page;
+        out.push_back(c);
       }
+    }
+  }
+  return out;
+}
+
+TEST(PagedSame, Rung40IsRung39BitForBitWhereItSplitsAlike) {
+  // Rung 40 changes when a tile is copied (its ring) and what the split rule is told, not what
+  // is computed: wherever it takes as many splits as rung 39 (the same workspace) it writes the
+  // same bits. At d <= 96 (tiles under 32 KiB) it is rung 39 altogether: the same splits always.
+  // Over split_grid with 1024 keys at B = 1: B = 1 and 3 split, B = 16 (128 blocks) fills an
+  // H100's SMs at d = 128.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k39 = forward_rung(39);
+  const fl::KernelInfo* k40 = forward_rung(40);
+  if (k39 == nullptr || k40 == nullptr) GTEST_SKIP() << "rungs 39 and 40 are not both built";
+  int same_splits = 0;
+  for (const CacheCase& c : split_grid(0, /*long_single=*/false)) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k39, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k40, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    if (c.d <= 96) EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 39's splits";
+    if (b.workspace_bytes == a.workspace_bytes) {
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+      ++same_splits;
     }
   }
   EXPECT_GE(same_splits, 2 * 3 * 3) << "every call at d <= 96";
 }
 
-// Rung `b` writes rung `a`'s bits wherever both run (the same splits, the same sums) over the
-// split grid below: MQA at B = 1 (one KV head) splits a long cache over more than 32 blocks, so
-// that the LSEs of a row fill more than one register of the lanes; B = 3 has a row with one key
-// (every split but the first empty) and ragged lengths; B = 16 fills an H100's SMs at d = 128 and
-// 192 (one split: no combine; two or three at d = 64 and 96). Cache calls (pages of 64 and 16)
-// and plain ones. run_case fills the workspace with NaN before each of its two runs: a combine
-// that read a partial before its split wrote it would write NaN. many_rows: Nq = 2 at B = 1 (64
-// rows a block) and 8 at B = 3 and 16 (32 rows), else one query row (32 and 4 rows).
+// Rung `b` writes rung `a`'s bits wherever both run (the same splits, the same sums) over
+// split_grid with the long single sequence (B = 16 makes one split at d = 128 and 192: no
+// combine; two or three at d = 64 and 96). run_case fills the workspace with NaN before each of
+// its two runs: a combine that read a partial before its split wrote it would write NaN.
 void expect_same_bits(int a_number, int b_number, int seed, bool many_rows = false) {
   const fl::KernelInfo* ka = forward_rung(a_number);
   const fl::KernelInfo* kb = forward_rung(b_number);
@@ -651,33 +665,18 @@ void expect_same_bits(int a_number, int b_number, int seed, bool many_rows = fal
     GTEST_SKIP() << "rungs " << a_number << " and " << b_number << " are not both built";
   }
   int split_calls = 0;
-  for (int64_t d : {64, 96, 128, 192}) {
-    for (int64_t batch : {1, 3, 16}) {
-      for (int64_t page : {0, 64, 16}) {
-        CacheCase c;
-        c.t = d % 64 == 0 ? fl::DType::f16 : fl::DType::bf16;
-        c.d = d;
-        c.capacity = batch == 1 ? 16384 : 1024;
-        if (batch == 1) c.hkv = 1;  // MQA: one block a split
-        if (many_rows) c.nq = batch == 1 ? 2 : 8;
-        c.page = page;
-        c.with_lengths = page != 0 || batch != 16;
-        c.lengths.assign(batch, static_cast<int32_t>(c.capacity));
-        if (batch == 3) c.lengths = {1024, 1, 700};
-        c.seed = seed + d + batch + page;
-        SCOPED_TRACE(c.describe());
-        const HostData h = make_host_data(c);
-        const RunResult a = run_case(*ka, c, h);
-        SKIP_ON_SHARED_MEMORY(a);
-        const RunResult b = run_case(*kb, c, h);
-        ASSERT_EQ(a.refused, "");
-        ASSERT_EQ(b.refused, "");
-        EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "the same splits";
-        EXPECT_EQ(bitwise_differences(a, b), 0);
-        EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
-        if (a.workspace_bytes > 0) ++split_calls;
-      }
-    }
+  for (const CacheCase& c : split_grid(seed, /*long_single=*/true, many_rows)) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*ka, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*kb, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "the same splits";
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    if (a.workspace_bytes > 0) ++split_calls;
   }
   EXPECT_GE(split_calls, 2 * 4 * 3) << "B = 1 and 3 split at every d";
 }
@@ -721,44 +720,30 @@ TEST(PagedSame, Rung49IsRung48BitForBit) {
 TEST(PagedSame, Rung50IsRung49BitForBitWhereItSplitsAlike) {
   // Rung 50 changes the split count of short calls with big tiles (d >= 128), not the kernels:
   // where its workspace is rung 49's (the same splits) the bits are rung 49's, which is every
-  // call at d <= 96; over expect_same_bits' grid some calls at d >= 128 split otherwise (held to
-  // the reference by the grids), which shows the rule at work on the device.
+  // call at d <= 96; over split_grid (the long single sequence) some calls at d >= 128 split
+  // otherwise (held to the reference by the grids), which shows the rule at work on the device.
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k49 = forward_rung(49);
   const fl::KernelInfo* k50 = forward_rung(50);
   if (k49 == nullptr || k50 == nullptr) GTEST_SKIP() << "rungs 49 and 50 are not both built";
   int alike = 0, otherwise = 0;
-  for (int64_t d : {64, 96, 128, 192}) {
-    for (int64_t batch : {1, 3, 16}) {
-      for (int64_t page : {0, 64, 16}) {
-        CacheCase c;
-        c.t = d % 64 == 0 ? fl::DType::f16 : fl::DType::bf16;
-        c.d = d;
-        c.capacity = batch == 1 ? 16384 : 1024;
-        if (batch == 1) c.hkv = 1;
-        c.page = page;
-        c.with_lengths = page != 0 || batch != 16;
-        c.lengths.assign(batch, static_cast<int32_t>(c.capacity));
-        if (batch == 3) c.lengths = {1024, 1, 700};
-        c.seed = 50 + d + batch + page;
-        SCOPED_TRACE(c.describe());
-        const HostData h = make_host_data(c);
-        const RunResult a = run_case(*k49, c, h);
-        SKIP_ON_SHARED_MEMORY(a);
-        const RunResult b = run_case(*k50, c, h);
-        ASSERT_EQ(a.refused, "");
-        ASSERT_EQ(b.refused, "");
-        EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
-        if (d <= 96) EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 49's splits";
-        if (b.workspace_bytes != a.workspace_bytes) {
-          EXPECT_LT(b.workspace_bytes, a.workspace_bytes) << "fewer splits, never more";
-          ++otherwise;
-          continue;
-        }
-        EXPECT_EQ(bitwise_differences(a, b), 0);
-        ++alike;
-      }
+  for (const CacheCase& c : split_grid(50, /*long_single=*/true)) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k49, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k50, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    if (c.d <= 96) EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << "rung 49's splits";
+    if (b.workspace_bytes != a.workspace_bytes) {
+      EXPECT_LT(b.workspace_bytes, a.workspace_bytes) << "fewer splits, never more";
+      ++otherwise;
+      continue;
     }
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+    ++alike;
   }
   EXPECT_GE(alike, 2 * 3 * 3) << "every call at d <= 96";
   if (sm_count() >= 128) EXPECT_GE(otherwise, 3) << "short calls at d >= 128 split less";
