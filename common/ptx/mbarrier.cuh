@@ -10,11 +10,15 @@
 // phase whose parity is p has completed (with p = 0 the first phase, p = 1 the second, p = 0 the
 // third ...). A ring stage used for the k-th time (k = 0, 1, ...) waits with parity k % 2.
 //   init(bar, n)            n arrivals complete a phase. Then fence_init() and a block barrier
-//                           before anyone else uses it.
+//                           before anyone else uses it. The fence (sm_90) is for barriers that
+//                           TMA copies count bytes on; rungs 54-55, whose barriers only the
+//                           block's threads and their cp.async arrive on, and which build for
+//                           sm_80 too, use the block barrier alone.
 //   arrive_expect_tx(bar, b) one arrival, and b more bytes expected in this phase (the TMA
 //                           copies that name this barrier count them down as they land).
 //   arrive(bar)             one arrival.
-//   wait(bar, parity)       spins on try_wait.parity until the phase of that parity completed.
+//   wait(bar, parity)       spins on try_wait.parity (test_wait.parity before sm_90) until the
+//                           phase of that parity completed.
 // Wrong parity does not fail: it returns at once on a stale phase (reads data not yet there) or
 // hangs. tests/test_hopper_ptx.cu drives a ring through many more uses than stages.
 #pragma once
