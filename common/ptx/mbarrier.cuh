@@ -45,42 +45,28 @@ __device__ __forceinline__ void arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
-// One probe: true when the phase of parity `parity` has completed. try_wait may suspend the thread
-// for a while (a hardware time limit) before it answers false.
+// One probe: true when the phase of parity `parity` has completed. On sm_90 it is try_wait, which
+// may suspend the thread for a while (a hardware time limit) before it answers false; before
+// sm_90, where try_wait does not exist, test_wait, which answers at once.
 __device__ __forceinline__ bool try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
   asm volatile(
       "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
-// One probe that never suspends (sm_80+): true when the phase of parity `parity` has completed.
-__device__ __forceinline__ bool test_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-
-// try_wait where the device has it (sm_90), test_wait before.
-__device__ __forceinline__ void wait(uint32_t bar, uint32_t parity) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  while (!test_wait(bar, parity)) {
-  }
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
 #else
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+#endif
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+__device__ __forceinline__ void wait(uint32_t bar, uint32_t parity) {
   while (!try_wait(bar, parity)) {
   }
-#endif
 }
 
 }  // namespace fl::ptx::mbarrier

@@ -6,7 +6,7 @@
 //            2. between the two, the warp computes the previous step's dQ (its dSᵀ has been whole
 //               since the last wait), so a warp that arrives early works instead of waiting
 //            3. a second mbarrier says every warp's dQ of a step is done, and a step's stores into
-//               a dSᵀ buffer wait for it (two steps on; it seldom waits)
+//               a dSᵀ buffer wait for it (two steps on; expected to wait seldom)
 //            the last step's dQ comes after the loop; nothing else changes
 // expect:    the same mma, ldmatrix and stores; no block-wide barrier in the loop, so no barrier
 //            stalls; faster than rung 54 at every shape
@@ -501,7 +501,8 @@ __global__ void __launch_bounds__(kThreads) bwd_main(BwdParams b, const float* d
     }
 
     // Step n - 2's dQ, the last reader of this buffer's dSᵀ, is done in every warp (its phase
-    // n - 2; it seldom waits: the warps finished it a step ago).
+    // n - 2; each warp did that dQ right after its arrival a step ago, so this should seldom
+    // wait, which is not measured).
     if (n >= 2) ptx::mbarrier::wait(aDqDone, static_cast<uint32_t>(n % 2));
     // Pᵀ and dSᵀ to shared memory as the warp holds them: [key][query], queries 2 qd and
     // 2 qd + 1 of an n-tile in one 32-bit store.
