@@ -55,6 +55,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
+from png_pack import repack  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DPI = 110
@@ -136,6 +137,7 @@ def save(fig, out, name, palette=False):
         with Image.open(path) as im:
             small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
         small.save(path, optimize=True)
+    repack(path)
     print(
         f"wrote {os.path.relpath(path, ROOT) if path.startswith(ROOT) else path} "
         f"({os.path.getsize(path) // 1024} KiB)"

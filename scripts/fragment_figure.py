@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402  (installed with matplotlib)
+from png_pack import repack  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -146,6 +147,7 @@ def draw(key, elements, out_dir, dpi):
     # A few dozen flat colours: a palette PNG is a third of the size of the RGBA one.
     with Image.open(path) as im:
         im.convert("RGB").quantize(colors=96, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    repack(path)
     return path
 
 

@@ -217,6 +217,9 @@ def plot(data, meta, dtype, d, causal, path):
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+    from png_pack import repack  # beside this script
+
+    repack(path)
 
 
 def replace_block(text, begin, end, body):

@@ -7,10 +7,13 @@
 #   --out DIR         logs and summary.md go here (default: out/sanitize)
 #   --dtype T         fp16 or bf16; repeatable (default: both)
 #   --sanitizer PATH  compute-sanitizer (default: the one on PATH, else under $CUDA_HOME/bin)
+#   --shape NAME      only this shape of the list below; repeatable (default: every shape; the
+#                     check that every kernel ran a shape is made only then)
+#   --jobs N          runs at once (default 1), each its own process on the same GPU
 #
 # Each run is `compute-sanitizer --tool T --error-exitcode 9 ladder <shape>`: ladder runs every
-# kernel that claims the shape (verified against the reference, then timed once) and skips the
-# others, so the shapes are chosen for every kernel to run at least one of them in each dtype:
+# kernel that claims the shape, forward rungs and then backward ones (each verified against the
+# reference, then timed once), and skips the others, so the shapes are chosen for every kernel to run at least one of them in each dtype:
 # N = 128 with d = 128 and d = 64 (every rung), ragged causal shapes with Nq != Nk (the rungs
 # with masking and any length) and d = 256 (the rungs that take it). One log per run,
 # <tool>_<dtype>_<shape>.log, and a markdown table of the reports, summary.md.
@@ -25,12 +28,16 @@ out=out/sanitize
 sanitizer=""
 dtypes=()
 tools=()
+only=()
+jobs=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --dtype) dtypes+=("$2"); shift 2 ;;
     --sanitizer) sanitizer=$2; shift 2 ;;
+    --shape) only+=("$2"); shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
     memcheck|racecheck|synccheck|initcheck) tools+=("$1"); shift ;;
     *) echo "sanitize.sh: unknown argument '$1'" >&2; exit 1 ;;
   esac
@@ -65,6 +72,17 @@ shapes=(
   "decode_nq1_nk700_d64_bnhd:--nq 1 --nk 700 --d 64 --heads 4 --heads-kv 1 --layout bnhd"
 )
 
+if [ ${#only[@]} -gt 0 ]; then
+  picked=()
+  for name in "${only[@]}"; do
+    found=""
+    for entry in "${shapes[@]}"; do [ "${entry%%:*}" = "$name" ] && picked+=("$entry") && found=1; done
+    [ -z "$found" ] && { echo "sanitize.sh: no shape '$name'" >&2; exit 1; }
+  done
+  shapes=("${picked[@]}")
+fi
+case $jobs in ''|*[!0-9]*|0) echo "sanitize.sh: --jobs takes a count >= 1" >&2; exit 1 ;; esac
+
 ladder=$build/ladder
 if [ ! -x "$ladder" ]; then
   echo "sanitize.sh: $ladder not found (build first)" >&2
@@ -92,7 +110,6 @@ elif [ $probe -ne 0 ]; then
 fi
 
 mkdir -p "$out"
-mapfile -t kernels < <("$ladder" --list | awk '{print $1}')
 summary=$out/summary.md
 {
   echo "| tool | dtype | shape | kernels run | reports | exit | result | s |"
@@ -113,22 +130,43 @@ count_reports() {
   fi
 }
 
+# One run: the tool over ladder on one shape. Its log, and a line "<rc> <seconds>" in <log>.rc.
+run_one() {
+  local tool=$1 dtype=$2 log=$3
+  shift 3
+  local t0 rc
+  t0=$(date +%s)
+  # The tool's report goes to a file of its own and is appended after ladder's output, so
+  # that the two never interleave inside a line of ladder's table.
+  "$sanitizer" --tool "$tool" --error-exitcode 9 --log-file "$log.tool" "$ladder" \
+    "$@" --dtype "$dtype" --batch 1 --warmup 0 --repeats 1 >"$log" 2>&1
+  rc=$?
+  [ -f "$log.tool" ] && cat "$log.tool" >>"$log" && rm -f "$log.tool"
+  echo "$rc $(( $(date +%s) - t0 ))" >"$log.rc"
+}
+
+# Every run, --jobs at a time; then the logs are read in order.
+for tool in "${tools[@]}"; do
+  for dtype in "${dtypes[@]}"; do
+    for entry in "${shapes[@]}"; do
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+      read -r -a args <<<"${entry#*:}"
+      run_one "$tool" "$dtype" "$out/${tool}_${dtype}_${entry%%:*}.log" "${args[@]}" &
+    done
+  done
+done
+wait
+
+# Every rung of the build, forward and backward: ladder runs both tables on each shape.
+mapfile -t kernels < <("$ladder" --list --op both | awk '{print $1}')
 for tool in "${tools[@]}"; do
   for dtype in "${dtypes[@]}"; do
     declare -A ran=()
     for entry in "${shapes[@]}"; do
       name=${entry%%:*}
-      read -r -a args <<<"${entry#*:}"
       log=$out/${tool}_${dtype}_${name}.log
-      t0=$(date +%s)
-      # The tool's report goes to a file of its own and is appended after ladder's output, so
-      # that the two never interleave inside a line of ladder's table.
-      "$sanitizer" --tool "$tool" --error-exitcode 9 --log-file "$log.tool" "$ladder" \
-        "${args[@]}" --dtype "$dtype" --batch 1 --warmup 0 --repeats 1 >"$log" 2>&1
-      rc=$?
-      seconds=$(( $(date +%s) - t0 ))
-      [ -f "$log.tool" ] && cat "$log.tool" >>"$log" && rm -f "$log.tool"
-      # Kernels that ran: the rows of ladder's table that are not "skipped:".
+      read -r rc seconds <"$log.rc"
+      # Kernels that ran: the rows of ladder's tables that are not "skipped:".
       mapfile -t here < <(awk '$1 ~ /^[0-9][0-9]_/ && $2 != "skipped:" {print $1}' "$log")
       for k in "${here[@]}"; do ran[$k]=1; done
       reports=$(count_reports "$tool" "$log")
@@ -149,7 +187,7 @@ for tool in "${tools[@]}"; do
       echo "$tool $dtype $name: ${#here[@]} kernels, $reports reports, exit $rc, $result ($seconds s)"
     done
     missing=()
-    for k in "${kernels[@]}"; do [ -z "${ran[$k]:-}" ] && missing+=("$k"); done
+    [ ${#only[@]} -eq 0 ] && for k in "${kernels[@]}"; do [ -z "${ran[$k]:-}" ] && missing+=("$k"); done
     if [ ${#missing[@]} -gt 0 ]; then
       echo "| $tool | $dtype | (all) | ran no shape: ${missing[*]} | | | NOT COVERED | |" >>"$summary"
       echo "$tool $dtype: kernels that ran no shape: ${missing[*]}"

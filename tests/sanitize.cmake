@@ -1,6 +1,6 @@
 # compute-sanitizer on every kernel of the build (label: sanitize): one test per tool and dtype,
-# each running scripts/sanitize.sh on a few small shapes (logs and summary.md under
-# <build>/sanitize/<tool>_<dtype>/).
+# each running scripts/sanitize.sh on a few small shapes, 8 runs at once (logs and summary.md
+# under <build>/sanitize/<tool>_<dtype>/).
 #
 # Without compute-sanitizer or without a GPU the script exits 77 and ctest reports the test as
 # skipped, not passed, so CI (no GPU) stays green without claiming a clean run. On a GPU machine
@@ -18,9 +18,9 @@ foreach(tool memcheck racecheck synccheck initcheck)
     add_test(NAME sanitize_${tool}_${dtype}
       COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/sanitize.sh
         --build ${CMAKE_BINARY_DIR} --out ${CMAKE_BINARY_DIR}/sanitize/${tool}_${dtype}
-        --sanitizer "${FL_COMPUTE_SANITIZER}" --dtype ${dtype} ${tool})
-    # RUN_SERIAL: a run under a sanitizer is slow and GPU-bound; in parallel with other GPU
-    # tests it would only be slower. The timeout is generous for racecheck, the slow tool.
+        --sanitizer "${FL_COMPUTE_SANITIZER}" --dtype ${dtype} --jobs 8 ${tool})
+    # RUN_SERIAL: each test already runs 8 processes on the GPU; beside other GPU tests they
+    # would only be slower. The timeout is generous for racecheck, the slow tool.
     set_tests_properties(sanitize_${tool}_${dtype} PROPERTIES
       LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE)
   endforeach()
