@@ -1,7 +1,7 @@
 // The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split,
 // 39 decode_paged, 40 decode_occupancy, 46 decode_combine, 47 decode_pdl, 48 decode_key_warps,
 // 49 decode_combine_loads, 50 decode_split_price, 51 decode_combine_one_trip, 52 decode_q_rows,
-// 53 decode_page_runs, here on plain calls;
+// 53 decode_page_runs, 56 decode_page_cursor, here on plain calls;
 // their K/V cache calls are tests/test_paged.cu's):
 // a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
 // head packed into the rows of one tile; from 38 on, the keys split over several blocks whose

@@ -14,7 +14,8 @@
 // combine loading its partials with the LSEs against rung 50's, a sixth rung 52's copy of Q
 // without a division a row against rung 51's, a seventh rung 53's block-table loads (once a run
 // of 16 keys) against rung 52's (once a row), an eighth the block-wide barriers of the backward
-// rungs 45, 54 and 55 (two a step, one, none).
+// rungs 45, 54 and 55 (two a step, one, none), a ninth rung 56's divisions by the page size (one
+// a block) against rung 53's (one a tile).
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -466,6 +467,16 @@ int table_loads(const std::vector<std::string>& code) {
 
 TEST(DecodeSass, Rung53ReadsTheTableOnceARun) {
   expect_fewer_in_every_split_kernel(52, 53, table_loads, [](int rows) { return 2 * rows - 4; });
+}
+
+// Rung 56 divides by the page size once a block, for its split's first key, and moves a cursor
+// from tile to tile; rung 53 divided each tile's first key, in each place the tile copy is
+// inlined (the prologue's S - 1 tiles and the loop's, S = 3 or 4 stages) and on both of its
+// paths (whole-tile pages and runs): 2 S divisions against one, at least 5 fewer in every
+// instance (integer_divisions, above). A rung 56 that divided at every tile on either path
+// again fails.
+TEST(DecodeSass, Rung56DividesByThePageSizeOnceABlock) {
+  expect_fewer_in_every_split_kernel(53, 56, integer_divisions, [](int) { return 5; });
 }
 
 // The instances of a backward rung's main kernel (fp16, bf16 x d = 64, 128, 256) in its sm_90

@@ -23,7 +23,9 @@
 //                 rung 46, rung 48 rung 47 above 16 rows a block, rung 49 rung 48 always, and
 //                 rung 50 rung 49 where it splits alike (always at d <= 96), rung 51
 //                 rung 50 always, rung 52 rung 51 always (group sizes 1, 3, 5-7 and 12
-//                 too), and rung 53 rung 52 always (pages of 32, 48, 80, 112 and 208 too);
+//                 too), rung 53 rung 52 always (pages of 32, 48, 80, 112 and 208 too), and
+//                 rung 56 rung 53 always (pages of 32, 48, 128, 192 and 256, splits that
+//                 start inside a page);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -34,6 +36,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -798,6 +801,42 @@ TEST(PagedSame, Rung52IsRung51BitForBit) {
   }
 }
 
+// Rung `b` writes rung `a`'s bits on paged calls at every head dim (fp16; bf16 at d = 96), GQA
+// 8/2, causal, over pages of each size in `pages`, a shuffled table, `capacity` keys and the
+// sequences' `lengths`.
+void expect_same_bits_on_pages(int a_number, int b_number, int seed,
+                               std::initializer_list<int64_t> pages, int64_t capacity,
+                               std::vector<int32_t> lengths) {
+  const fl::KernelInfo* ka = forward_rung(a_number);
+  const fl::KernelInfo* kb = forward_rung(b_number);
+  if (ka == nullptr || kb == nullptr) {
+    GTEST_SKIP() << "rungs " << a_number << " and " << b_number << " are not both built";
+  }
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (int64_t page : pages) {
+      CacheCase c;
+      c.t = d == 96 ? fl::DType::bf16 : fl::DType::f16;
+      c.d = d;
+      c.hq = 8;
+      c.hkv = 2;
+      c.causal = true;
+      c.capacity = capacity;
+      c.page = page;
+      c.lengths = lengths;
+      c.seed = seed + d + page;
+      SCOPED_TRACE(c.describe());
+      const HostData h = make_host_data(c);
+      const RunResult a = run_case(*ka, c, h);
+      SKIP_ON_SHARED_MEMORY(a);
+      const RunResult b = run_case(*kb, c, h);
+      ASSERT_EQ(a.refused, "");
+      ASSERT_EQ(b.refused, "");
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    }
+  }
+}
+
 TEST(PagedSame, Rung53IsRung52BitForBit) {
   // Rung 53 finds the rows of a tile that spans pages through four runs of 16 keys, a table
   // read a run, where rung 52 read the table and divided by the page size a row; the same rows
@@ -806,34 +845,24 @@ TEST(PagedSame, Rung53IsRung52BitForBit) {
   // of 16 inside a page of 48, 80, 112 or 208), with lengths that end inside a run, on a run's
   // edge, at one key and at the capacity, causal and with four rows a block, at every head dim.
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k52 = forward_rung(52);
-  const fl::KernelInfo* k53 = forward_rung(53);
-  if (k52 == nullptr || k53 == nullptr) GTEST_SKIP() << "rungs 52 and 53 are not both built";
   expect_same_bits(52, 53, 53);
   expect_same_bits(52, 53, 153, /*many_rows=*/true);
-  for (int64_t d : {64, 96, 128, 192}) {
-    for (int64_t page : {32, 48, 80, 112, 208}) {
-      CacheCase c;
-      c.t = d == 96 ? fl::DType::bf16 : fl::DType::f16;
-      c.d = d;
-      c.hq = 8;
-      c.hkv = 2;
-      c.causal = true;
-      c.capacity = 1100;
-      c.page = page;
-      c.lengths = {1100, 1, 333, 640, 1057};
-      c.seed = 53 + d + page;
-      SCOPED_TRACE(c.describe());
-      const HostData h = make_host_data(c);
-      const RunResult a = run_case(*k52, c, h);
-      SKIP_ON_SHARED_MEMORY(a);
-      const RunResult b = run_case(*k53, c, h);
-      ASSERT_EQ(a.refused, "");
-      ASSERT_EQ(b.refused, "");
-      EXPECT_EQ(bitwise_differences(a, b), 0);
-      EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
-    }
-  }
+  expect_same_bits_on_pages(52, 53, 53, {32, 48, 80, 112, 208}, 1100, {1100, 1, 333, 640, 1057});
+}
+
+TEST(PagedSame, Rung56IsRung53BitForBit) {
+  // Rung 56 finds each tile's page from a cursor that it moves from tile to tile, where rung 53
+  // divided the tile's first key by the page size: the same pages and rows, so rung 53's bits.
+  // Besides the common grid (pages of 64: a new page every tile; 16: runs), whole-tile pages of
+  // 128, 192 and 256 keys, where the cursor stays in a page for two to four tiles, and runs over
+  // pages of 32 and 48. With 4100 keys and ten blocks' worth of (KV head, sequence) the keys are
+  // split many ways, so most splits start inside a page: the one division a block must find
+  // the right row.
+  FL_REQUIRE_GPU();
+  expect_same_bits(53, 56, 56);
+  expect_same_bits(53, 56, 156, /*many_rows=*/true);
+  expect_same_bits_on_pages(53, 56, 56, {32, 48, 128, 192, 256}, 4100,
+                            {4100, 1, 333, 2500, 4097});
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
