@@ -1,15 +1,16 @@
 // =================================================================================================
 // Kernel 56 of 56 — decode_page_cursor: the block table's place carried from tile to tile
 // builds on: 53 (decode_page_runs), whose split kernel finds each K/V tile's page by dividing the
-//            tile's first key by the page size (runtime-valued: an integer division, some twenty
-//            dependent instructions, in every warp) before its copies can leave, once a tile
+//            tile's first key by the page size (runtime-valued: an integer division, 26
+//            dependent instructions in the SASS, in every warp) before its copies can leave, once
+//            a tile
 // changes:   the block divides once, for its split's first key; from there a cursor (table index,
 //            row in the page) steps 64 keys a tile, into the next page where a page ends (the
 //            whole-tile path), or 16 keys a run as rung 53's runs already did; tiles are issued
 //            in order, so the cursor always points at the next tile's first key
-// expect:    rung 53's bits; paged calls lose less to the contiguous cache where fewer blocks
-//            than SMs stream for much of the call (ragged batches: the blocks of short
-//            sequences finish early); plain calls unchanged (no table, no division)
+// expect:    rung 53's bits; paged calls lose less to the contiguous cache on ragged batches,
+//            where for the last part of a call only some SMs stream; plain calls unchanged (no
+//            table, no division)
 // supports:  rung 53's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
 //            block table (page_size a multiple of 16), both or neither
