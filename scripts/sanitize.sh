@@ -151,6 +151,7 @@ for tool in "${tools[@]}"; do
     for entry in "${shapes[@]}"; do
       while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
       read -r -a args <<<"${entry#*:}"
+      rm -f "$out/${tool}_${dtype}_${entry%%:*}.log.rc"  # none left from an earlier run
       run_one "$tool" "$dtype" "$out/${tool}_${dtype}_${entry%%:*}.log" "${args[@]}" &
     done
   done
@@ -165,7 +166,8 @@ for tool in "${tools[@]}"; do
     for entry in "${shapes[@]}"; do
       name=${entry%%:*}
       log=$out/${tool}_${dtype}_${name}.log
-      read -r rc seconds <"$log.rc"
+      rc=died seconds=""
+      [ -f "$log.rc" ] && read -r rc seconds <"$log.rc"
       # Kernels that ran: the rows of ladder's tables that are not "skipped:".
       mapfile -t here < <(awk '$1 ~ /^[0-9][0-9]_/ && $2 != "skipped:" {print $1}' "$log")
       for k in "${here[@]}"; do ran[$k]=1; done

@@ -19,8 +19,8 @@ foreach(tool memcheck racecheck synccheck initcheck)
       COMMAND bash ${CMAKE_SOURCE_DIR}/scripts/sanitize.sh
         --build ${CMAKE_BINARY_DIR} --out ${CMAKE_BINARY_DIR}/sanitize/${tool}_${dtype}
         --sanitizer "${FL_COMPUTE_SANITIZER}" --dtype ${dtype} --jobs 8 ${tool})
-    # RUN_SERIAL: each test already runs 8 processes on the GPU; beside other GPU tests they
-    # would only be slower. The timeout is generous for racecheck, the slow tool.
+    # RUN_SERIAL: each test already runs 8 processes on the GPU at once; it is kept apart from
+    # the other GPU tests. The timeout is generous for racecheck, the slow tool.
     set_tests_properties(sanitize_${tool}_${dtype} PROPERTIES
       LABELS sanitize SKIP_RETURN_CODE 77 TIMEOUT 900 RUN_SERIAL TRUE)
   endforeach()
