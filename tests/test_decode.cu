@@ -1,7 +1,7 @@
 // The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split,
 // 39 decode_paged, 40 decode_occupancy, 46 decode_combine, 47 decode_pdl, 48 decode_key_warps,
 // 49 decode_combine_loads, 50 decode_split_price, 51 decode_combine_one_trip, 52 decode_q_rows,
-// 53 decode_page_runs, 56 decode_page_cursor, here on plain calls;
+// 53 decode_page_runs, 56 decode_page_cursor, 57 decode_split_lengths, here on plain calls;
 // their K/V cache calls are tests/test_paged.cu's):
 // a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
 // head packed into the rows of one tile; from 38 on, the keys split over several blocks whose
@@ -15,7 +15,10 @@
 //                       (a table of made-up GPUs, and its properties) and its workspace (the
 //                       size, none for one split, a call with less refused by the rule); what
 //                       rung 40 tells the rule (one slot an SM for tiles of 32 KiB or more);
-//                       rung 50's price of a split (a table, and its properties)
+//                       rung 50's price of a split (a table, and its properties); rung
+//                       57's cut of the longest sequence (every tile once, in order, the
+//                       longest's shares even, none empty where its tiles are as many as
+//                       the splits)
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/96/128/192 x both layouts,
@@ -48,6 +51,7 @@
 #include "kernels/38_decode_split/splits.h"
 #include "kernels/40_decode_occupancy/splits.h"
 #include "kernels/50_decode_split_price/splits.h"
+#include "kernels/57_decode_split_lengths/splits.h"
 
 namespace {
 
@@ -60,6 +64,7 @@ constexpr int64_t kMaxRows = 64;  // rows of the serving rungs' packed tile
 namespace split = fl::k38_decode_split;
 namespace split40 = fl::k40_decode_occupancy;  // rung 40: the rule, told of big tiles
 namespace split50 = fl::k50_decode_split_price;  // rung 50: the price of a split
+namespace split57 = fl::k57_decode_split_lengths;  // rung 57: a split's share of the tiles
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -425,6 +430,52 @@ TEST(DecodeRules, Rung40TellsTheRuleOfOneSlotAnSMForBigTiles) {
   // B = 8 (64 blocks): 4 splits told of two slots, 2 told of one.
   EXPECT_EQ(split::choose_splits(64, 132, 2, 2048), 4);
   EXPECT_EQ(split40::choose_splits(64, 132, 1, 2048), 2);
+}
+
+TEST(DecodeRules, Rung57CutsTheLongestSequence) {
+  // Rung 57's split s of S takes the tiles [s T / S, (s + 1) T / S) of T, the batch's longest
+  // sequence's tiles, cut at its own sequence's n <= T. The shares follow each other from tile
+  // 0 to tile n; for the longest (n = T) they differ by one tile at most, and none is empty
+  // where T >= S. With T the capacity's tiles this is rung 56's cut, which left a batch shorter
+  // than its cache in its first splits: the case at the end.
+  for (int splits = 1; splits <= 130; ++splits) {
+    for (int longest : {0, 1, 2, 5, 7, 63, 64, 129, 2047, 2048}) {
+      for (int tiles : {longest, longest / 2, longest / 3, 1, 0}) {
+        if (tiles > longest) continue;
+        int next = 0, least = tiles, most = 0;
+        for (int s = 0; s < splits; ++s) {
+          const split57::SplitTiles t = split57::split_tiles(s, splits, longest, tiles);
+          ASSERT_GE(t.end, t.first);
+          if (t.end > t.first) {  // a share: it starts where the last one ended
+            ASSERT_EQ(t.first, next)
+                << splits << " splits, " << longest << " / " << tiles << " tiles, split " << s;
+            next = t.end;
+          }
+          least = std::min(least, t.end - t.first);
+          most = std::max(most, t.end - t.first);
+        }
+        EXPECT_EQ(next, tiles) << splits << " splits, " << longest << " / " << tiles;
+        if (tiles == longest) {
+          EXPECT_LE(most - least, 1) << splits << " splits, " << tiles << " tiles";
+          if (tiles >= splits) EXPECT_GE(least, 1) << splits << " splits, " << tiles;
+        }
+      }
+    }
+  }
+  // B = 1, GQA 32/8, d = 128, a cache of 131072 keys (2048 tiles) on 132 SMs: 15 splits. A
+  // sequence of 2048 keys (32 tiles) gets 2-3 tiles a split; cut from the capacity's tiles
+  // (136-137 a split) it filled split 0 alone.
+  const int splits = split57::price_splits(
+      split57::choose_splits(8, 132, split57::split_slots_per_sm(32768, 2), 2048), 8, 132, 2048,
+      32768, 4);
+  ASSERT_EQ(splits, 15);
+  for (int s = 0; s < splits; ++s) {
+    const split57::SplitTiles t = split57::split_tiles(s, splits, 32, 32);
+    EXPECT_GE(t.end - t.first, 2) << s;
+    EXPECT_LE(t.end - t.first, 3) << s;
+    const split57::SplitTiles cap = split57::split_tiles(s, splits, 2048, 32);
+    EXPECT_EQ(cap.end > cap.first, s == 0) << s;
+  }
 }
 
 TEST(DecodeRules, SplitWorkspaceSize) {

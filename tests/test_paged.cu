@@ -25,7 +25,9 @@
 //                 rung 50 always, rung 52 rung 51 always (group sizes 1, 3, 5-7 and 12
 //                 too), rung 53 rung 52 always (pages of 32, 48, 80, 112 and 208 too), and
 //                 rung 56 rung 53 always (pages of 32, 48, 128, 192 and 256, splits that
-//                 start inside a page);
+//                 start inside a page), and rung 57 rung 56 where the longest length is the
+//                 capacity; rung 57's splits each hold some keys of the longest sequence of a
+//                 batch much shorter than its cache (their LSEs in the workspace);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -47,6 +49,7 @@
 #include "common/random.h"
 #include "common/registry.h"
 #include "gpu_test_util.h"
+#include "kernels/57_decode_split_lengths/splits.h"
 
 namespace {
 
@@ -242,6 +245,7 @@ struct RunResult {
   std::vector<float> o, lse;
   int64_t run_diffs = 0;  // O and LSE elements that differ bitwise between the two runs
   int64_t workspace_bytes = 0;
+  std::vector<uint8_t> workspace;  // after the first run, where run_case is asked to keep it
 };
 
 // Runs kernel k on case c twice, O, the LSE and the workspace poisoned (NaN) before each run.
@@ -250,7 +254,9 @@ struct RunResult {
 // [B, H_kv, Nk, d] tensor. Every element that holds no key of a sequence is NaN: a read of a
 // wrong page, of a row past a sequence's length, or of an unmapped page shows in O. Q is BNHD,
 // O BHND. A case without lengths and without pages is a plain call (no cache field set).
-RunResult run_case(const fl::KernelInfo& k, const CacheCase& c, const HostData& h) {
+// keep_workspace: the workspace's bytes after the first run are returned too.
+RunResult run_case(const fl::KernelInfo& k, const CacheCase& c, const HostData& h,
+                   bool keep_workspace = false) {
   const int64_t B = c.batch(), H = c.hkv, d = c.d;
   fl::AttnParams p = fl::make_params(c.t, B, c.hq, c.nq, c.capacity, d, c.causal,
                                      fl::Layout::BNHD);
@@ -343,6 +349,11 @@ RunResult run_case(const fl::KernelInfo& k, const CacheCase& c, const HostData& 
     if (run == 0) {
       r.o_bits = o_bits;
       r.lse = lse_host;
+      if (keep_workspace && p.workspace_bytes > 0) {
+        r.workspace.resize(p.workspace_bytes);
+        FL_CUDA_CHECK(cudaMemcpy(r.workspace.data(), p.workspace, p.workspace_bytes,
+                                 cudaMemcpyDeviceToHost));
+      }
       continue;
     }
     for (int64_t i = 0; i < rows * d; ++i) r.run_diffs += o_bits[i] != r.o_bits[i];
@@ -863,6 +874,82 @@ TEST(PagedSame, Rung56IsRung53BitForBit) {
   expect_same_bits(53, 56, 156, /*many_rows=*/true);
   expect_same_bits_on_pages(53, 56, 56, {32, 48, 128, 192, 256}, 4100,
                             {4100, 1, 333, 2500, 4097});
+}
+
+TEST(PagedSame, Rung57IsRung56BitForBitWhereTheLongestFillsTheCapacity) {
+  // Rung 57 cuts the splits on the batch's longest sequence where rung 56 cut them on the
+  // capacity: where the longest length is the capacity (or no lengths are passed) the cuts are
+  // one and rung 57 writes rung 56's bits: split_grid's calls of one, three (1024, 1 and 700
+  // keys in 1024) and sixteen sequences, one query row and more, contiguous and through pages
+  // of 64 and 16.
+  FL_REQUIRE_GPU();
+  expect_same_bits(56, 57, 57);
+  expect_same_bits(56, 57, 157, /*many_rows=*/true);
+}
+
+// The count of splits whose partials fill `bytes` of workspace for case c (rung 57's layout,
+// which every split rung keeps: splits.h), or 0 for none.
+int splits_of(int64_t bytes, const CacheCase& c) {
+  for (int s = 1; s <= 128; ++s) {
+    if (fl::k57_decode_split_lengths::split_workspace_bytes(s, c.batch(), c.hq, c.nq, c.d) ==
+        bytes) {
+      return s;
+    }
+  }
+  return 0;
+}
+
+TEST(PagedSame, Rung57GivesEverySplitAShareOfAShortBatch) {
+  // Sequences of 2000 keys (32 tiles), and of 2000, 1 and 700, in a cache of 16384 (256 tiles),
+  // GQA 32/8, d = 128, one query row, contiguous and through shuffled pages of 64 and 16: the
+  // count of splits is the capacity's (15 and 5 on 132 SMs). Rung 57 cuts the 32 tiles of the
+  // longest sequence, 2-7 a split, so each split's LSE in the workspace is finite for every
+  // row of that sequence; rung 56 (where built) cut the capacity's, 17-52 tiles a split, and
+  // left the later splits empty (LSE = -inf), which this test tells.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k57 = forward_rung(57);
+  if (k57 == nullptr) GTEST_SKIP() << "rung 57 is not built";
+  const fl::KernelInfo* k56 = forward_rung(56);
+  for (const std::vector<int32_t>& lengths : {std::vector<int32_t>{2000}, {2000, 1, 700}}) {
+    for (int64_t page : {0, 64, 16}) {
+      CacheCase c;
+      c.capacity = 16384;
+      c.page = page;
+      c.lengths = lengths;
+      c.seed = 57 + page + lengths.size();
+      SCOPED_TRACE(c.describe());
+      const HostData h = make_host_data(c);
+      for (const fl::KernelInfo* k : {k57, k56}) {
+        if (k == nullptr) continue;
+        SCOPED_TRACE(k->name());
+        const RunResult r = run_case(*k, c, h, /*keep_workspace=*/true);
+        SKIP_ON_SHARED_MEMORY(r);
+        ASSERT_EQ(r.refused, "");
+        EXPECT_EQ(r.run_diffs, 0);
+        const int splits = splits_of(r.workspace_bytes, c);
+        ASSERT_GT(splits, 0) << "a workspace of " << r.workspace_bytes << " bytes";
+        if (splits < 3) GTEST_SKIP() << splits << " split(s) on this device: nothing to cut";
+        // The partials' LSEs, [splits][B][H_q][Nq]: sequence 0's rows first in each split.
+        const int64_t rows = c.batch() * c.hq * c.nq, seq_rows = c.hq * c.nq;
+        const float* lse = reinterpret_cast<const float*>(
+            r.workspace.data() +
+            fl::k57_decode_split_lengths::lse_part_offset(splits, c.batch(), c.hq, c.nq, c.d));
+        int filled = 0;
+        for (int s = 0; s < splits; ++s) {
+          bool all = true;
+          for (int64_t row = 0; row < seq_rows; ++row) {
+            all = all && std::isfinite(lse[s * rows + row]);
+          }
+          filled += all;
+        }
+        if (k == k57) {
+          EXPECT_EQ(filled, splits) << "every split holds some keys of the longest sequence";
+        } else {
+          EXPECT_LT(filled, splits) << "rung 56 cut the capacity's tiles";
+        }
+      }
+    }
+  }
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
