@@ -299,10 +299,11 @@ __global__ void __launch_bounds__(kThreads)
   const int diag = nk - nq;  // causal: position s sees the keys j <= s + diag
   // The split's key tiles [t0, t1): its share of the batch's longest sequence's tiles, cut at
   // this sequence's (split_tiles: splits.h); none past them. The longest length: every warp
-  // reads the lengths (a call that splits has B x H_kv under the SMs' count) and takes their
-  // maximum, with no barrier; a call without lengths, or of one split, has the capacity. From
-  // here on keys count from the split's first, first_key = 64 t0: the split's tile j holds keys
-  // [64 j, 64 j + 64) of the nk - first_key from there to n.
+  // reads the lengths (a call splits only where its B x H_kv blocks fill under 80% of the GPU's
+  // block slots, so B is small) and takes their maximum, with no barrier; a call without
+  // lengths, or of one split, has the capacity. From here on keys count from the split's first,
+  // first_key = 64 t0: the split's tile j holds keys [64 j, 64 j + 64) of the nk - first_key
+  // from there to n.
   int longest = capacity;
   if (p.seqlens_k != nullptr && splits > 1) {
     int most = 0;
