@@ -1,11 +1,12 @@
 // The serving track's decode rungs (FL_SERVING_FIRST_RUNG on: 37 decode_gqa, 38 decode_split,
 // 39 decode_paged, 40 decode_occupancy, 46 decode_combine, 47 decode_pdl, 48 decode_key_warps,
 // 49 decode_combine_loads, 50 decode_split_price, 51 decode_combine_one_trip, 52 decode_q_rows,
-// 53 decode_page_runs, 56 decode_page_cursor, 57 decode_split_lengths, here on plain calls;
-// their K/V cache calls are tests/test_paged.cu's):
+// 53 decode_page_runs, 56 decode_page_cursor, 57 decode_split_lengths, 58
+// decode_cluster_combine, here on plain calls; their K/V cache calls are tests/test_paged.cu's):
 // a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
 // head packed into the rows of one tile; from 38 on, the keys split over several blocks whose
-// partial outputs a second launch merges. Every test runs every serving rung of the build.
+// partial outputs a second launch merges (from 58 on, two splits merge in a thread block
+// cluster instead). Every test runs every serving rung of the build.
 //
 //   DecodeRules.*       (CPU) the rule that keeps prefill off the rungs (Nq x g <= 64), their
 //                       head dims and grid limits, each refused before any launch with a message
@@ -18,7 +19,7 @@
 //                       rung 50's price of a split (a table, and its properties); rung
 //                       57's cut of the longest sequence (every tile once, in order, the
 //                       longest's shares even, none empty where its tiles are as many as
-//                       the splits)
+//                       the splits); the calls rung 58 merges in a cluster (two splits)
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/96/128/192 x both layouts,
@@ -52,6 +53,7 @@
 #include "kernels/40_decode_occupancy/splits.h"
 #include "kernels/50_decode_split_price/splits.h"
 #include "kernels/57_decode_split_lengths/splits.h"
+#include "kernels/58_decode_cluster_combine/splits.h"
 
 namespace {
 
@@ -65,6 +67,7 @@ namespace split = fl::k38_decode_split;
 namespace split40 = fl::k40_decode_occupancy;  // rung 40: the rule, told of big tiles
 namespace split50 = fl::k50_decode_split_price;  // rung 50: the price of a split
 namespace split57 = fl::k57_decode_split_lengths;  // rung 57: a split's share of the tiles
+namespace split58 = fl::k58_decode_cluster_combine;  // rung 58: which calls combine in a cluster
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -478,6 +481,25 @@ TEST(DecodeRules, Rung57CutsTheLongestSequence) {
   }
 }
 
+TEST(DecodeRules, Rung58MergesTwoSplitsInACluster) {
+  // A call of two splits merges them in a cluster where the GPU has clusters; one split has
+  // nothing to merge, and more, or a GPU without clusters, keep rung 57's combine kernel. The
+  // rule and the count of splits are rung 57's: only where the merge happens changes.
+  for (int splits = 0; splits <= 130; ++splits) {
+    EXPECT_EQ(split58::combines_in_cluster(splits, true), splits == 2) << splits;
+    EXPECT_FALSE(split58::combines_in_cluster(splits, false)) << splits;
+  }
+  for (int64_t blocks : {1, 8, 24, 64}) {
+    for (int64_t tiles : {4, 16, 64, 2048}) {
+      EXPECT_EQ(split58::price_splits(split58::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4),
+                split57::price_splits(split57::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4))
+          << blocks << " blocks, " << tiles << " tiles";
+    }
+  }
+}
+
 TEST(DecodeRules, SplitWorkspaceSize) {
   // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
   // nothing for one split.
@@ -773,6 +795,15 @@ fl::Verdict verify_poisoned(const fl::KernelInfo& k, fl::Problem& problem,
   return fl::verify(k, problem, ref);
 }
 
+// Whether rung k combines the splits of `splits` in a cluster on this device (rung 58 on, on a GPU
+// of compute capability 9.0): then it asks no workspace for them.
+bool in_cluster(const fl::KernelInfo& k, int splits) {
+  int device = 0, major = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return k.number >= 58 && split58::combines_in_cluster(splits, major >= 9);
+}
+
 int sm_count() {
   int device = 0, sms = 0;
   FL_CUDA_CHECK(cudaGetDevice(&device));
@@ -802,7 +833,9 @@ TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
           if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
           ASSERT_EQ(why, "") << k->name() << " " << s.describe();
           if (k->workspace != nullptr && sms >= 11) {
-            EXPECT_EQ(splits_of(*k, problem), 5) << k->name() << " " << s.describe();
+            // Rung 58 on: five splits merge in a cluster, with no workspace.
+            EXPECT_EQ(splits_of(*k, problem), in_cluster(*k, 5) ? 1 : 5)
+                << k->name() << " " << s.describe();
           }
           const fl::Verdict v = verify_poisoned(*k, problem, ref);
           EXPECT_TRUE(v.passed) << k->name() << " " << s.describe() << ": " << v.why

@@ -14,7 +14,9 @@
 //   6. the way out: a warpgroup's accumulator-layout fragment through stmatrix into a swizzled
 //      tile, then one TMA store of the box, inside the tensor and clipped at its end;
 //   7. programmatic dependent launch: a second grid that starts while the first runs, and waits
-//      (griddepcontrol.wait) before it reads the first's writes.
+//      (griddepcontrol.wait) before it reads the first's writes;
+//   8. thread block clusters: each block reads the shared memory of the others of its cluster
+//      (mapa, ld.shared::cluster, one and four floats) after a cluster barrier.
 // Every comparison is exact: small integers are exact in fp16, bf16 and fp32 sums; TMA moves bits.
 // GPU tests need compute capability 9.0 (this binary holds sm_90a code only) and skip otherwise.
 //
@@ -38,6 +40,7 @@
 #include "common/cuda_check.h"
 #include "common/device_buffer.h"
 #include "common/fp8.h"
+#include "common/ptx/cluster.cuh"
 #include "common/ptx/cvt_fp8.cuh"
 #include "common/ptx/fence_proxy.cuh"
 #include "common/ptx/gmma_desc.cuh"
@@ -947,6 +950,74 @@ TEST(Griddep, DependentStartsEarlyAndItsWaitSeesTheFirstGridsWrites) {
     }
   }
   FL_CUDA_CHECK(cudaStreamDestroy(own));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Thread block clusters (cluster.cuh)
+// ---------------------------------------------------------------------------------------------
+
+// Clusters of kRanks blocks in x. Each block fills its shared memory with 1000 blockIdx.x + i
+// (i < 128), then, after the cluster barrier, thread t reads element t of the block `t % kRanks`
+// ranks on in its cluster (one float) and, every fourth thread, elements t .. t + 3 of the block
+// one rank on (four floats); thread 0 writes the block's rank out. A last barrier keeps every
+// block's memory until the others have read it.
+constexpr int kRanks = 4;
+__global__ void cluster_read_peers(float* one, float* four, int* rank_out) {
+  __shared__ __align__(16) float tags[128];
+  const int t = static_cast<int>(threadIdx.x);
+  const uint32_t rank = fl::ptx::cluster::ctarank();
+  tags[t] = 1000.f * blockIdx.x + t;
+  fl::ptx::cluster::sync();
+  const uint32_t base = fl::ptx::smem_addr(tags);
+  const uint32_t peer = (rank + t % kRanks) % kRanks, next = (rank + 1) % kRanks;
+  const int out = static_cast<int>(blockIdx.x) * 128 + t;
+  one[out] = fl::ptx::cluster::ld_f32(fl::ptx::cluster::map(base + 4 * t, peer));
+  if (t % 4 == 0) {
+    const float4 v = fl::ptx::cluster::ld_v4_f32(fl::ptx::cluster::map(base + 4 * t, next));
+    four[out] = v.x, four[out + 1] = v.y, four[out + 2] = v.z, four[out + 3] = v.w;
+  }
+  if (t == 0) rank_out[blockIdx.x] = static_cast<int>(rank);
+  fl::ptx::cluster::sync();
+}
+
+// Eight blocks in two clusters of four: a block's rank is blockIdx.x % 4, and every value read is
+// what the block of the expected rank in the same cluster wrote (a rank mapped to the wrong
+// cluster, or to this block, reads another block's values).
+TEST(Cluster, BlocksReadTheSharedMemoryOfTheirCluster) {
+  REQUIRE_HOPPER();
+  constexpr int kBlocks = 2 * kRanks, kN = kBlocks * 128;
+  fl::DeviceBuffer one(kN * 4), four(kN * 4), ranks(kBlocks * 4);
+  FL_CUDA_CHECK(cudaMemset(one.get(), 0xff, kN * 4));
+  FL_CUDA_CHECK(cudaMemset(four.get(), 0xff, kN * 4));
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = kRanks;
+  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kBlocks);
+  config.blockDim = dim3(128);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  FL_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_read_peers, one.as<float>(), four.as<float>(),
+                                   ranks.as<int>()));
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> h_one(kN), h_four(kN);
+  std::vector<int> h_ranks(kBlocks);
+  FL_CUDA_CHECK(cudaMemcpy(h_one.data(), one.get(), kN * 4, cudaMemcpyDeviceToHost));
+  FL_CUDA_CHECK(cudaMemcpy(h_four.data(), four.get(), kN * 4, cudaMemcpyDeviceToHost));
+  FL_CUDA_CHECK(cudaMemcpy(h_ranks.data(), ranks.get(), kBlocks * 4, cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int b = 0; b < kBlocks; ++b) {
+    const int rank = b % kRanks;
+    EXPECT_EQ(h_ranks[b], rank) << "block " << b;
+    for (int t = 0; t < 128; ++t) {
+      const int first = b - rank;  // the cluster's first block
+      const int peer = first + (rank + t % kRanks) % kRanks, next = first + (rank + 1) % kRanks;
+      wrong += h_one[b * 128 + t] != 1000.f * peer + t;
+      wrong += h_four[b * 128 + t] != 1000.f * next + t;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
 }
 
 }  // namespace

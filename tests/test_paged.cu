@@ -27,7 +27,8 @@
 //                 rung 56 rung 53 always (pages of 32, 48, 128, 192 and 256, splits that
 //                 start inside a page), and rung 57 rung 56 where the longest length is the
 //                 capacity; rung 57's splits each hold some keys of the longest sequence of a
-//                 batch much shorter than its cache (their LSEs in the workspace);
+//                 batch much shorter than its cache (their LSEs in the workspace); rung 58
+//                 rung 57 always, with no workspace where it merges two splits in a cluster;
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -50,6 +51,7 @@
 #include "common/registry.h"
 #include "gpu_test_util.h"
 #include "kernels/57_decode_split_lengths/splits.h"
+#include "kernels/58_decode_cluster_combine/splits.h"
 
 namespace {
 
@@ -464,6 +466,13 @@ int sm_count() {
   return sms;
 }
 
+int compute_major() {
+  int device = 0, major = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  return major;
+}
+
 // The smem rule of a smaller GPU (d = 128 needs 144 KiB a block): skip with it.
 #define SKIP_ON_SHARED_MEMORY(r) \
   if ((r).refused.find("shared memory") != std::string::npos) GTEST_SKIP() << (r).refused
@@ -555,7 +564,20 @@ TEST(PagedLong, ALongCacheInManySplits) {
       const HostData h = make_host_data(c);
       const RunResult r = run_case(*k, c, h);
       SKIP_ON_SHARED_MEMORY(r);
-      if (sm_count() >= 20) EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
+      if (sm_count() >= 20) {
+        // The keys split. From rung 58 on, two splits merge in a cluster on a GPU that has
+        // clusters, with no workspace: rung 58's rule (24 blocks over 512 key tiles at d = 128,
+        // one slot an SM, 4 or 16 rows) says whether this call's do.
+        namespace s58 = fl::k58_decode_cluster_combine;
+        const int sms = sm_count();
+        const int splits = s58::price_splits(s58::choose_splits(24, sms, 1, 512), 24, sms, 512,
+                                             2 * 64 * 128 * 2, nq * 4);
+        if (k->number >= 58 && s58::combines_in_cluster(splits, compute_major() >= 9)) {
+          EXPECT_EQ(r.workspace_bytes, 0) << splits << " splits merge in a cluster";
+        } else {
+          EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
+        }
+      }
       EXPECT_EQ(check_run(c, r, references(*k, c, h, cublas)), "");
     }
   }
@@ -949,6 +971,63 @@ TEST(PagedSame, Rung57GivesEverySplitAShareOfAShortBatch) {
         }
       }
     }
+  }
+}
+
+TEST(PagedSame, Rung58IsRung57BitForBitAndMergesTwoSplitsInACluster) {
+  // Rung 58 merges the partials of a call of two splits in a thread block cluster, term for term
+  // as rung 57's combine kernel: the same bits. Where it does (compute capability 9.0) it asks no
+  // workspace, the partials never leaving shared memory; with more splits it keeps rung 57's
+  // combine kernel and workspace. split_grid (one query row and more: the key warps' end and the
+  // other), and B = 8, GQA 32/8, 4096 keys, Nq = 1 and 16 (causal; 4 and 64 rows a block; two
+  // splits at d >= 128 on 132 SMs), every d.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k57 = forward_rung(57);
+  const fl::KernelInfo* k58 = forward_rung(58);
+  if (k57 == nullptr || k58 == nullptr) GTEST_SKIP() << "rungs 57 and 58 are not both built";
+  const bool clusters = compute_major() >= 9;
+  std::vector<CacheCase> cases = split_grid(58, /*long_single=*/true);
+  for (const CacheCase& c : split_grid(158, /*long_single=*/true, /*many_rows=*/true)) {
+    cases.push_back(c);
+  }
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (int64_t nq : {1, 16}) {
+      CacheCase c;
+      c.t = d == 128 ? fl::DType::f16 : fl::DType::bf16;
+      c.d = d;
+      c.nq = nq;
+      c.causal = nq > 1;
+      c.capacity = 4096;
+      c.with_lengths = false;
+      c.lengths.assign(8, 4096);
+      c.seed = 258 + d + nq;
+      cases.push_back(c);
+    }
+  }
+  int in_cluster = 0, in_kernel = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k57, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k58, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    const int splits = splits_of(a.workspace_bytes, c);
+    ASSERT_GT(splits, 0) << "a workspace of " << a.workspace_bytes << " bytes";
+    if (fl::k58_decode_cluster_combine::combines_in_cluster(splits, clusters)) {
+      EXPECT_EQ(b.workspace_bytes, 0) << splits << " splits merge in a cluster";
+      ++in_cluster;
+    } else {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << splits << " split(s)";
+      in_kernel += splits > 1;
+    }
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+  }
+  if (clusters && sm_count() >= 128) {
+    EXPECT_GE(in_cluster, 12) << "two splits: B = 3 at d >= 128, B = 16 at d = 96, B = 8";
+    EXPECT_GE(in_kernel, 12) << "more splits: the long single sequence at every d";
   }
 }
 
