@@ -42,7 +42,7 @@ PEERS = [("sdpa_flash", "FlashAttention-2 (SDPA flash)"), ("sdpa_cudnn", "cuDNN 
 def load_sdpa(path, d=128, causal=False):
     data = json.load(open(path))
     table = {}  # (dtype, impl) -> {N: tflops}
-    for r in data["rows"]:
+    for r in expand_rows(data["rows"]):
         if r.get("d") != d or bool(r.get("causal")) != causal:
             continue
         table.setdefault((r["dtype"], r["impl"]), {})[int(r["N"])] = r["tflops"]
@@ -184,7 +184,7 @@ def final_block(path, src):
              f"SDPA's cudnn and flash backends timed in the same process). torch {meta['torch']}. "
              f"Source: `{src}` (`scripts/compare_sdpa.py`; table: `scripts/hopper_tables.py`).", ""]
     series = [(d, c) for d in (64, 128, 256) for c in (False, True)]
-    ns = sorted({int(r["N"]) for r in meta["rows"]})
+    ns = sorted({int(r["N"]) for r in expand_rows(meta["rows"])})
     lines.append("| d | mask | " + " | ".join(f"N = {n}" for n in ns) + " |")
     lines.append("|---|---|" + "---:|" * len(ns))
     for d, causal in series:

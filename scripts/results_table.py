@@ -57,7 +57,7 @@ def load_results(path):
     meta = {k: doc.get(k) for k in ("gpu", "torch", "date")}
     meta["path"] = os.path.relpath(path)
     rows = []
-    for r in doc.get("rows", []):
+    for r in expand_rows(doc.get("rows", [])):
         rows.append(dict(r, source=os.path.basename(path)))
     return meta, rows
 
