@@ -599,9 +599,8 @@ def write_results(path, rows, gpu, merge):
         if doc.get("gpu") not in (None, gpu):
             print(f"warning: merging {gpu} results into {path}, written on {doc['gpu']}")
     new_keys = {row_key(r) for r in rows}
-    old = doc.get("rows", [])
-    if isinstance(old, dict):  # stored compactly (docs/results/README.md): a list of dicts again
-        old = [dict(zip(old["columns"], r)) for r in old["rows"]]
+    from results_table import expand_rows  # the rows as written, or as stored compactly
+    old = expand_rows(doc.get("rows", []))
     doc["rows"] = [r for r in old if row_key(r) not in new_keys] + json_safe(rows)
     doc["rows"].sort(key=lambda r: (r["dtype"], r["d"], r["causal"], r["N"],
                                     r["impl"].startswith("sdpa"), r["impl"]))
