@@ -2,11 +2,12 @@
 // 39 decode_paged, 40 decode_occupancy, 46 decode_combine, 47 decode_pdl, 48 decode_key_warps,
 // 49 decode_combine_loads, 50 decode_split_price, 51 decode_combine_one_trip, 52 decode_q_rows,
 // 53 decode_page_runs, 56 decode_page_cursor, 57 decode_split_lengths, 58
-// decode_cluster_combine, here on plain calls; their K/V cache calls are tests/test_paged.cu's):
-// a few query rows a sequence against a long K/V cache, the g = H_q / H_kv query heads of a KV
-// head packed into the rows of one tile; from 38 on, the keys split over several blocks whose
-// partial outputs a second launch merges (from 58 on, two splits merge in a thread block
-// cluster instead). Every test runs every serving rung of the build.
+// decode_cluster_combine, 59 decode_wide_cluster, here on plain calls; their K/V cache calls are
+// tests/test_paged.cu's): a few query rows a sequence against a long K/V cache, the g = H_q /
+// H_kv query heads of a KV head packed into the rows of one tile; from 38 on, the keys split
+// over several blocks whose partial outputs a second launch merges (from 58 on, two splits
+// merge in a thread block cluster instead; from 59 on, two to eight). Every test runs every
+// serving rung of the build.
 //
 //   DecodeRules.*       (CPU) the rule that keeps prefill off the rungs (Nq x g <= 64), their
 //                       head dims and grid limits, each refused before any launch with a message
@@ -20,6 +21,7 @@
 //                       57's cut of the longest sequence (every tile once, in order, the
 //                       longest's shares even, none empty where its tiles are as many as
 //                       the splits); the calls rung 58 merges in a cluster (two splits)
+//                       and rung 59 (two to eight)
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/96/128/192 x both layouts,
@@ -54,6 +56,7 @@
 #include "kernels/50_decode_split_price/splits.h"
 #include "kernels/57_decode_split_lengths/splits.h"
 #include "kernels/58_decode_cluster_combine/splits.h"
+#include "kernels/59_decode_wide_cluster/splits.h"
 
 namespace {
 
@@ -68,6 +71,7 @@ namespace split40 = fl::k40_decode_occupancy;  // rung 40: the rule, told of big
 namespace split50 = fl::k50_decode_split_price;  // rung 50: the price of a split
 namespace split57 = fl::k57_decode_split_lengths;  // rung 57: a split's share of the tiles
 namespace split58 = fl::k58_decode_cluster_combine;  // rung 58: which calls combine in a cluster
+namespace split59 = fl::k59_decode_wide_cluster;     // rung 59: two to eight splits in a cluster
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -500,6 +504,37 @@ TEST(DecodeRules, Rung58MergesTwoSplitsInACluster) {
   }
 }
 
+TEST(DecodeRules, Rung59MergesTwoToEightSplitsInACluster) {
+  // A call of two to eight splits merges them in a cluster where the GPU has clusters (eight: the
+  // most blocks a cluster may portably have); one split has nothing to merge, and more, or a GPU
+  // without clusters, keep rung 57's combine kernel. The count of splits is rung 57's, and the
+  // workspace is asked only where the combine kernel runs.
+  for (int splits = 0; splits <= 130; ++splits) {
+    EXPECT_EQ(split59::combines_in_cluster(splits, true), splits >= 2 && splits <= 8) << splits;
+    EXPECT_FALSE(split59::combines_in_cluster(splits, false)) << splits;
+    EXPECT_EQ(split59::split_workspace_bytes(splits, 1, 32, 1, 128),
+              split57::split_workspace_bytes(splits, 1, 32, 1, 128))
+        << splits;
+  }
+  for (int64_t blocks : {1, 8, 24, 64}) {
+    for (int64_t tiles : {4, 16, 64, 2048}) {
+      EXPECT_EQ(split59::price_splits(split59::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4),
+                split57::price_splits(split57::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4))
+          << blocks << " blocks, " << tiles << " tiles";
+    }
+  }
+  // The shortest call of the sweep (B = 1, GQA 32/8, 1024 keys: 8 blocks over 16 tiles) takes 8
+  // splits on an H100's 132 SMs: rung 58 sends them to the combine kernel, rung 59 merges them
+  // in a cluster.
+  const int shortest = split59::price_splits(split59::choose_splits(8, 132, 1, 16), 8, 132, 16,
+                                             32768, 4);
+  EXPECT_EQ(shortest, 8);
+  EXPECT_FALSE(split58::combines_in_cluster(shortest, true));
+  EXPECT_TRUE(split59::combines_in_cluster(shortest, true));
+}
+
 TEST(DecodeRules, SplitWorkspaceSize) {
   // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
   // nothing for one split.
@@ -795,13 +830,14 @@ fl::Verdict verify_poisoned(const fl::KernelInfo& k, fl::Problem& problem,
   return fl::verify(k, problem, ref);
 }
 
-// Whether rung k combines the splits of `splits` in a cluster on this device (rung 58 on, on a GPU
-// of compute capability 9.0): then it asks no workspace for them.
+// Whether rung k combines the splits of `splits` in a cluster on this device (rung 58's rule, then
+// rung 59's from 59 on, on a GPU of compute capability 9.0): then it asks no workspace for them.
 bool in_cluster(const fl::KernelInfo& k, int splits) {
   int device = 0, major = 0;
   FL_CUDA_CHECK(cudaGetDevice(&device));
   FL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  return k.number >= 58 && split58::combines_in_cluster(splits, major >= 9);
+  if (k.number >= 59) return split59::combines_in_cluster(splits, major >= 9);
+  return k.number == 58 && split58::combines_in_cluster(splits, major >= 9);
 }
 
 int sm_count() {
@@ -833,7 +869,7 @@ TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
           if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
           ASSERT_EQ(why, "") << k->name() << " " << s.describe();
           if (k->workspace != nullptr && sms >= 11) {
-            // Rung 58 on: five splits merge in a cluster, with no workspace.
+            // Rung 59 on: five splits merge in a cluster, with no workspace.
             EXPECT_EQ(splits_of(*k, problem), in_cluster(*k, 5) ? 1 : 5)
                 << k->name() << " " << s.describe();
           }

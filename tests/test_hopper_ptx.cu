@@ -16,7 +16,8 @@
 //   7. programmatic dependent launch: a second grid that starts while the first runs, and waits
 //      (griddepcontrol.wait) before it reads the first's writes;
 //   8. thread block clusters: each block reads the shared memory of the others of its cluster
-//      (mapa, ld.shared::cluster, one and four floats) after a cluster barrier.
+//      (mapa, ld.shared::cluster, one and four floats) after a cluster barrier; a barrier whose
+//      arrive is relaxed still holds every block until the last thread of the cluster arrives.
 // Every comparison is exact: small integers are exact in fp16, bf16 and fp32 sums; TMA moves bits.
 // GPU tests need compute capability 9.0 (this binary holds sm_90a code only) and skip otherwise.
 //
@@ -1018,6 +1019,55 @@ TEST(Cluster, BlocksReadTheSharedMemoryOfTheirCluster) {
     }
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// The time on the GPU's global timer, in nanoseconds (comparable between SMs).
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// Clusters of two. In rank 0, thread 0 waits about 200 us, notes the time, then arrives (relaxed);
+// every other thread of the cluster arrives at once. After its wait, thread 0 of rank 1 notes the
+// time: a barrier passes no thread before the last one has arrived, so it notes a later time.
+__global__ void cluster_relaxed_barrier(unsigned long long* times) {
+  const uint32_t rank = fl::ptx::cluster::ctarank();
+  const int slot = static_cast<int>(blockIdx.x / 2) * 2;
+  if (rank == 0 && threadIdx.x == 0) {
+    const uint64_t start = global_ns();
+    while (global_ns() - start < 200000) __nanosleep(1000);
+    times[slot] = global_ns();
+  }
+  fl::ptx::cluster::arrive_relaxed();
+  fl::ptx::cluster::wait();
+  if (rank == 1 && threadIdx.x == 0) times[slot + 1] = global_ns();
+}
+
+TEST(Cluster, ARelaxedArriveStillWaitsForTheWholeCluster) {
+  REQUIRE_HOPPER();
+  constexpr int kBlocks = 8;
+  fl::DeviceBuffer times(kBlocks * 8);
+  FL_CUDA_CHECK(cudaMemset(times.get(), 0, kBlocks * 8));
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 2;
+  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kBlocks);
+  config.blockDim = dim3(128);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  FL_CUDA_CHECK(
+      cudaLaunchKernelEx(&config, cluster_relaxed_barrier, times.as<unsigned long long>()));
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<unsigned long long> t(kBlocks);
+  FL_CUDA_CHECK(cudaMemcpy(t.data(), times.get(), kBlocks * 8, cudaMemcpyDeviceToHost));
+  for (int c = 0; c < kBlocks; c += 2) {
+    EXPECT_GT(t[c], 0u) << "cluster " << c / 2;
+    EXPECT_GE(t[c + 1], t[c]) << "cluster " << c / 2 << ": rank 1 passed the barrier "
+                              << (t[c] - t[c + 1]) << " ns before rank 0's last thread arrived";
+  }
 }
 
 }  // namespace

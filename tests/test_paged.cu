@@ -28,7 +28,8 @@
 //                 start inside a page), and rung 57 rung 56 where the longest length is the
 //                 capacity; rung 57's splits each hold some keys of the longest sequence of a
 //                 batch much shorter than its cache (their LSEs in the workspace); rung 58
-//                 rung 57 always, with no workspace where it merges two splits in a cluster;
+//                 rung 57 always, with no workspace where it merges two splits in a cluster,
+//                 and rung 59 rung 57 always, with none where it merges two to eight;
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -52,6 +53,7 @@
 #include "gpu_test_util.h"
 #include "kernels/57_decode_split_lengths/splits.h"
 #include "kernels/58_decode_cluster_combine/splits.h"
+#include "kernels/59_decode_wide_cluster/splits.h"
 
 namespace {
 
@@ -473,6 +475,14 @@ int compute_major() {
   return major;
 }
 
+// Whether rung k merges a call's `splits` splits in a cluster on this device, with no workspace:
+// rung 58's rule (two splits), rung 59's from 59 on (two to eight), on compute capability 9.0.
+bool merges_in_cluster(const fl::KernelInfo& k, int splits) {
+  const bool clusters = compute_major() >= 9;
+  if (k.number >= 59) return fl::k59_decode_wide_cluster::combines_in_cluster(splits, clusters);
+  return k.number == 58 && fl::k58_decode_cluster_combine::combines_in_cluster(splits, clusters);
+}
+
 // The smem rule of a smaller GPU (d = 128 needs 144 KiB a block): skip with it.
 #define SKIP_ON_SHARED_MEMORY(r) \
   if ((r).refused.find("shared memory") != std::string::npos) GTEST_SKIP() << (r).refused
@@ -565,14 +575,14 @@ TEST(PagedLong, ALongCacheInManySplits) {
       const RunResult r = run_case(*k, c, h);
       SKIP_ON_SHARED_MEMORY(r);
       if (sm_count() >= 20) {
-        // The keys split. From rung 58 on, two splits merge in a cluster on a GPU that has
-        // clusters, with no workspace: rung 58's rule (24 blocks over 512 key tiles at d = 128,
-        // one slot an SM, 4 or 16 rows) says whether this call's do.
+        // The keys split. From rung 58 on, some calls' splits merge in a cluster on a GPU that
+        // has clusters, with no workspace: the rule (24 blocks over 512 key tiles at d = 128,
+        // one slot an SM, 4 or 16 rows) and merges_in_cluster say whether this call's do.
         namespace s58 = fl::k58_decode_cluster_combine;
         const int sms = sm_count();
         const int splits = s58::price_splits(s58::choose_splits(24, sms, 1, 512), 24, sms, 512,
                                              2 * 64 * 128 * 2, nq * 4);
-        if (k->number >= 58 && s58::combines_in_cluster(splits, compute_major() >= 9)) {
+        if (merges_in_cluster(*k, splits)) {
           EXPECT_EQ(r.workspace_bytes, 0) << splits << " splits merge in a cluster";
         } else {
           EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
@@ -974,20 +984,23 @@ TEST(PagedSame, Rung57GivesEverySplitAShareOfAShortBatch) {
   }
 }
 
-TEST(PagedSame, Rung58IsRung57BitForBitAndMergesTwoSplitsInACluster) {
-  // Rung 58 merges the partials of a call of two splits in a thread block cluster, term for term
-  // as rung 57's combine kernel: the same bits. Where it does (compute capability 9.0) it asks no
-  // workspace, the partials never leaving shared memory; with more splits it keeps rung 57's
-  // combine kernel and workspace. split_grid (one query row and more: the key warps' end and the
-  // other), and B = 8, GQA 32/8, 4096 keys, Nq = 1 and 16 (causal; 4 and 64 rows a block; two
-  // splits at d >= 128 on 132 SMs), every d.
-  FL_REQUIRE_GPU();
+// Rung `rung` (58 on) merges a call's partials in a thread block cluster where its rule
+// (merges_in_cluster) says so, term for term as rung 57's combine kernel: rung 57's bits. Where
+// it does (compute capability 9.0) it asks no workspace, the partials never leaving shared
+// memory; elsewhere it keeps rung 57's combine kernel and workspace. split_grid (one query row
+// and more: the key warps' end and the other), B = 8, GQA 32/8, 4096 keys, Nq = 1 and 16 (causal;
+// 4 and 64 rows a block; two splits at d >= 128 on 132 SMs), every d, and `more`.
+struct ClusterCounts {
+  int in_cluster = 0, wide = 0, in_kernel = 0;  // wide: in a cluster, more than two splits
+};
+void expect_rung57_bits(int rung, const std::vector<CacheCase>& more, ClusterCounts& n) {
   const fl::KernelInfo* k57 = forward_rung(57);
-  const fl::KernelInfo* k58 = forward_rung(58);
-  if (k57 == nullptr || k58 == nullptr) GTEST_SKIP() << "rungs 57 and 58 are not both built";
-  const bool clusters = compute_major() >= 9;
-  std::vector<CacheCase> cases = split_grid(58, /*long_single=*/true);
-  for (const CacheCase& c : split_grid(158, /*long_single=*/true, /*many_rows=*/true)) {
+  const fl::KernelInfo* k = forward_rung(rung);
+  if (k57 == nullptr || k == nullptr) {
+    GTEST_SKIP() << "rungs 57 and " << rung << " are not both built";
+  }
+  std::vector<CacheCase> cases = split_grid(rung, /*long_single=*/true);
+  for (const CacheCase& c : split_grid(100 + rung, /*long_single=*/true, /*many_rows=*/true)) {
     cases.push_back(c);
   }
   for (int64_t d : {64, 96, 128, 192}) {
@@ -1000,34 +1013,80 @@ TEST(PagedSame, Rung58IsRung57BitForBitAndMergesTwoSplitsInACluster) {
       c.capacity = 4096;
       c.with_lengths = false;
       c.lengths.assign(8, 4096);
-      c.seed = 258 + d + nq;
+      c.seed = 200 + rung + d + nq;
       cases.push_back(c);
     }
   }
-  int in_cluster = 0, in_kernel = 0;
+  cases.insert(cases.end(), more.begin(), more.end());
   for (const CacheCase& c : cases) {
     SCOPED_TRACE(c.describe());
     const HostData h = make_host_data(c);
     const RunResult a = run_case(*k57, c, h);
     SKIP_ON_SHARED_MEMORY(a);
-    const RunResult b = run_case(*k58, c, h);
+    const RunResult b = run_case(*k, c, h);
     ASSERT_EQ(a.refused, "");
     ASSERT_EQ(b.refused, "");
     const int splits = splits_of(a.workspace_bytes, c);
     ASSERT_GT(splits, 0) << "a workspace of " << a.workspace_bytes << " bytes";
-    if (fl::k58_decode_cluster_combine::combines_in_cluster(splits, clusters)) {
+    if (merges_in_cluster(*k, splits)) {
       EXPECT_EQ(b.workspace_bytes, 0) << splits << " splits merge in a cluster";
-      ++in_cluster;
+      ++n.in_cluster;
+      n.wide += splits > 2;
     } else {
       EXPECT_EQ(b.workspace_bytes, a.workspace_bytes) << splits << " split(s)";
-      in_kernel += splits > 1;
+      n.in_kernel += splits > 1;
     }
     EXPECT_EQ(bitwise_differences(a, b), 0);
     EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
   }
-  if (clusters && sm_count() >= 128) {
-    EXPECT_GE(in_cluster, 12) << "two splits: B = 3 at d >= 128, B = 16 at d = 96, B = 8";
-    EXPECT_GE(in_kernel, 12) << "more splits: the long single sequence at every d";
+}
+
+TEST(PagedSame, Rung58IsRung57BitForBitAndMergesTwoSplitsInACluster) {
+  FL_REQUIRE_GPU();
+  ClusterCounts n;
+  expect_rung57_bits(58, {}, n);
+  if (IsSkipped() || HasFatalFailure()) return;
+  if (compute_major() >= 9 && sm_count() >= 128) {
+    EXPECT_GE(n.in_cluster, 12) << "two splits: B = 3 at d >= 128, B = 16 at d = 96, B = 8";
+    EXPECT_EQ(n.wide, 0) << "rung 58 merges two splits in a cluster, no more";
+    EXPECT_GE(n.in_kernel, 12) << "more splits: the long single sequence at every d";
+  }
+}
+
+TEST(PagedSame, Rung59IsRung57BitForBitAndMergesUpToEightSplitsInACluster) {
+  // Rung 59 merges two to eight splits in a cluster. Beside the cases above, the sweep's short
+  // calls at B = 1 with 1024 and 4096 keys, GQA 32/8 and MHA 32/32, Nq = 1 and 16, every d: on
+  // 132 SMs GQA with 1024 keys and one query row takes 8 splits at d >= 128, MHA with 4096 keys
+  // 4 (the price of a split: splits.h); the long single sequence (14-16 splits) keeps the
+  // combine kernel.
+  FL_REQUIRE_GPU();
+  std::vector<CacheCase> more;
+  for (int64_t d : {64, 96, 128, 192}) {
+    for (int64_t hkv : {8, 32}) {
+      for (int64_t keys : {1024, 4096}) {
+        for (int64_t nq : {1, 16}) {
+          CacheCase c;
+          c.t = d == 192 ? fl::DType::bf16 : fl::DType::f16;
+          c.d = d;
+          c.hkv = hkv;
+          c.nq = nq;
+          c.causal = nq > 1;
+          c.capacity = keys;
+          c.page = keys == 4096 ? 64 : 0;
+          c.lengths.assign(1, static_cast<int32_t>(keys));
+          c.seed = 590 + d + hkv + keys + nq;
+          more.push_back(c);
+        }
+      }
+    }
+  }
+  ClusterCounts n;
+  expect_rung57_bits(59, more, n);
+  if (IsSkipped() || HasFatalFailure()) return;
+  if (compute_major() >= 9 && sm_count() >= 128) {
+    EXPECT_GE(n.in_cluster, 12 + 6) << "rung 58's two splits and the short calls";
+    EXPECT_GE(n.wide, 6) << "GQA, 1024 keys, Nq = 1; MHA, 4096 keys: d = 128 and 192";
+    EXPECT_GE(n.in_kernel, 8) << "more than eight splits: the long single sequence";
   }
 }
 

@@ -13,7 +13,7 @@
 // every block of the cluster, is a cluster-wide barrier: the shared-memory writes a thread made
 // before its arrive are visible to the threads of the cluster after their wait. A block's shared
 // memory exists only while the block runs, so a block whose memory others read must not exit
-// before they are done: a last barrier after the reads.
+// before they are done: a last barrier after the reads (arrive_relaxed will do for it).
 //
 // sm_90 instructions: compiled for an earlier architecture the functions are empty or return 0.
 // The host must then not launch with a cluster dimension (nor take a path that reads another
@@ -38,6 +38,16 @@ __device__ __forceinline__ uint32_t ctarank() {
 __device__ __forceinline__ void arrive() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+#endif
+}
+
+// Arrive at the cluster barrier without releasing anything: no fence before the arrive (the
+// released arrive above compiles to MEMBAR.ALL.GPU first, which waits for this thread's stores to
+// global memory too). For a barrier that orders nothing but the threads' progress, such as the
+// last one of a block whose shared memory others read: a load is done once its value is used.
+__device__ __forceinline__ void arrive_relaxed() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
 #endif
 }
 

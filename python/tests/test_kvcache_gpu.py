@@ -285,9 +285,11 @@ class DecodeLoop(KvCacheGpuTestCase):
         # One decode step captured once, then replayed step after step as a serving loop does:
         # the new token's key and value written into its page, its length raised by one, a new
         # page mapped into the table when a sequence crosses into it, a new q. Everything
-        # changes in place; the graph is never recaptured. B = 1 against a long capacity, so
-        # that rung 39 splits the keys (its workspace from the graph's pool).
-        page, hkv, hq, d, max_pages = 64, 8, 32, 128, 256
+        # changes in place; the graph is never recaptured. B = 2 with 4 KV heads against a long
+        # capacity, so that the keys split and the splits' partials go through a workspace from
+        # the graph's pool (8 blocks over 256 key tiles: 15 splits on an H100's 132 SMs, more
+        # than the rungs that merge splits in a cluster take there).
+        page, hkv, hq, d, max_pages = 64, 4, 32, 128, 256
         bsz, total = 2, 2 * max_pages + 4
         k = self.randn(total, page, hkv, d)
         v = self.randn(total, page, hkv, d)
@@ -297,7 +299,7 @@ class DecodeLoop(KvCacheGpuTestCase):
         q = self.randn(bsz, 1, hq, d)
         params = self.params_of(q, k, v, lens, table)
         self.assertGreater(self.lib.workspace_size(self.cache_rung, params), 0,
-                           "this call should be split (B = 2, 8 KV heads, 256 key tiles)")
+                           "this call should use a workspace (B = 2, 4 KV heads, 256 key tiles)")
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):  # warm-up off the default stream
