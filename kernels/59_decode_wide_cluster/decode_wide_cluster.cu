@@ -10,7 +10,7 @@
 //            no block leaves while another reads its shared memory, arrives relaxed: no fence.
 //            More splits than eight, or sm_80: rung 57's combine kernel
 // expect:    rung 57's bits (the same weights, added in the same order); a call of 3-8 splits
-//            ends sooner by the combine kernel's share of it, the shortest calls the most
+//            ends sooner by the combine kernel's share of it
 // supports:  rung 58's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
 //            block table (page_size a multiple of 16), both or neither
