@@ -57,6 +57,7 @@
 #include "kernels/57_decode_split_lengths/splits.h"
 #include "kernels/58_decode_cluster_combine/splits.h"
 #include "kernels/59_decode_wide_cluster/splits.h"
+#include "kernels/60_decode_cluster_push/splits.h"
 
 namespace {
 
@@ -72,6 +73,7 @@ namespace split50 = fl::k50_decode_split_price;  // rung 50: the price of a spli
 namespace split57 = fl::k57_decode_split_lengths;  // rung 57: a split's share of the tiles
 namespace split58 = fl::k58_decode_cluster_combine;  // rung 58: which calls combine in a cluster
 namespace split59 = fl::k59_decode_wide_cluster;     // rung 59: two to eight splits in a cluster
+namespace split60 = fl::k60_decode_cluster_push;     // rung 60: rung 59's splits, pushed
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -533,6 +535,30 @@ TEST(DecodeRules, Rung59MergesTwoToEightSplitsInACluster) {
   EXPECT_EQ(shortest, 8);
   EXPECT_FALSE(split58::combines_in_cluster(shortest, true));
   EXPECT_TRUE(split59::combines_in_cluster(shortest, true));
+}
+
+TEST(DecodeRules, Rung60KeepsRung59sSplitsAndClusters) {
+  // Rung 60 changes how a cluster's blocks pass their partials, not which calls split or merge in
+  // a cluster: rung 59's counts, clusters and workspace.
+  for (int splits = 0; splits <= 130; ++splits) {
+    for (bool clusters : {true, false}) {
+      EXPECT_EQ(split60::combines_in_cluster(splits, clusters),
+                split59::combines_in_cluster(splits, clusters))
+          << splits;
+    }
+    EXPECT_EQ(split60::split_workspace_bytes(splits, 1, 32, 1, 128),
+              split59::split_workspace_bytes(splits, 1, 32, 1, 128))
+        << splits;
+  }
+  for (int64_t blocks : {1, 8, 24, 64}) {
+    for (int64_t tiles : {4, 16, 64, 2048}) {
+      EXPECT_EQ(split60::price_splits(split60::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4),
+                split59::price_splits(split59::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4))
+          << blocks << " blocks, " << tiles << " tiles";
+    }
+  }
 }
 
 TEST(DecodeRules, SplitWorkspaceSize) {

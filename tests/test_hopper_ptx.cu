@@ -1070,4 +1070,75 @@ TEST(Cluster, ARelaxedArriveStillWaitsForTheWholeCluster) {
   }
 }
 
+// Clusters of kRanks blocks. Each block sets its slots to -1 and its mbarrier up to expect
+// kRanks x 512 bytes, then, after a cluster barrier, pushes the 128 floats 1000 blockIdx.x + i
+// to every block of its cluster (itself included), into the receiver's slots [rank][i]: 16 bytes
+// at a time for i < 64 and 4 for the rest. Rank 0's threads wait about 100 us before they push,
+// so a receiver that did not wait for its bytes still reads -1 there. After its wait, thread t
+// writes out slot [t % kRanks][t].
+__global__ void cluster_push_peers(float* out) {
+  __shared__ __align__(16) float slots[kRanks][128];
+  __shared__ __align__(8) uint64_t bar_storage;
+  const int t = static_cast<int>(threadIdx.x);
+  const uint32_t rank = fl::ptx::cluster::ctarank();
+  const uint32_t bar = fl::ptx::smem_addr(&bar_storage);
+  for (int r = 0; r < kRanks; ++r) slots[r][t] = -1.f;
+  if (t == 0) fl::ptx::cluster::expect_bytes(bar, kRanks * 128 * 4);
+  __syncthreads();
+  fl::ptx::cluster::arrive_relaxed();  // the mbarriers are set up, the slots written
+  fl::ptx::cluster::wait();
+  if (rank == 0) {
+    const uint64_t start = global_ns();
+    while (global_ns() - start < 100000) __nanosleep(1000);
+  }
+  const float v = 1000.f * blockIdx.x + t;
+  const uint32_t at = fl::ptx::smem_addr(&slots[rank][t]);
+  for (uint32_t to = 0; to < kRanks; ++to) {
+    if (t >= 64) {
+      fl::ptx::cluster::st_async_f32(fl::ptx::cluster::map(at, to), v,
+                                     fl::ptx::cluster::map(bar, to));
+    } else if (t % 4 == 0) {
+      fl::ptx::cluster::st_async_v4(fl::ptx::cluster::map(at, to),
+                                    make_float4(v, v + 1.f, v + 2.f, v + 3.f),
+                                    fl::ptx::cluster::map(bar, to));
+    }
+  }
+  fl::ptx::cluster::wait_bytes(bar);
+  out[blockIdx.x * 128 + t] = slots[t % kRanks][t];
+  fl::ptx::cluster::arrive_relaxed();  // no block leaves before every block has its bytes
+  fl::ptx::cluster::wait();
+}
+
+// Eight blocks in two clusters of four: every value a block reads is what the block of the
+// expected rank in its own cluster pushed, none is the -1 a push that had not landed leaves.
+TEST(Cluster, BlocksPushIntoTheSharedMemoryOfTheirCluster) {
+  REQUIRE_HOPPER();
+  constexpr int kBlocks = 2 * kRanks, kN = kBlocks * 128;
+  fl::DeviceBuffer out(kN * 4);
+  FL_CUDA_CHECK(cudaMemset(out.get(), 0, kN * 4));
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = kRanks;
+  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kBlocks);
+  config.blockDim = dim3(128);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  FL_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_push_peers, out.as<float>()));
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> h(kN);
+  FL_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), kN * 4, cudaMemcpyDeviceToHost));
+  int wrong = 0, unlanded = 0;
+  for (int b = 0; b < kBlocks; ++b) {
+    for (int t = 0; t < 128; ++t) {
+      const int from = b - b % kRanks + t % kRanks;  // the block of rank t % kRanks
+      wrong += h[b * 128 + t] != 1000.f * from + t;
+      unlanded += h[b * 128 + t] == -1.f;
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(unlanded, 0);
+}
+
 }  // namespace

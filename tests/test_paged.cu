@@ -54,6 +54,7 @@
 #include "kernels/57_decode_split_lengths/splits.h"
 #include "kernels/58_decode_cluster_combine/splits.h"
 #include "kernels/59_decode_wide_cluster/splits.h"
+#include "kernels/60_decode_cluster_push/splits.h"
 
 namespace {
 
@@ -476,9 +477,11 @@ int compute_major() {
 }
 
 // Whether rung k merges a call's `splits` splits in a cluster on this device, with no workspace:
-// rung 58's rule (two splits), rung 59's from 59 on (two to eight), on compute capability 9.0.
+// rung 58's rule (two splits), rung 59's (two to eight), which rung 60 keeps, on compute
+// capability 9.0.
 bool merges_in_cluster(const fl::KernelInfo& k, int splits) {
   const bool clusters = compute_major() >= 9;
+  if (k.number == 60) return fl::k60_decode_cluster_push::combines_in_cluster(splits, clusters);
   if (k.number >= 59) return fl::k59_decode_wide_cluster::combines_in_cluster(splits, clusters);
   return k.number == 58 && fl::k58_decode_cluster_combine::combines_in_cluster(splits, clusters);
 }
@@ -1053,13 +1056,11 @@ TEST(PagedSame, Rung58IsRung57BitForBitAndMergesTwoSplitsInACluster) {
   }
 }
 
-TEST(PagedSame, Rung59IsRung57BitForBitAndMergesUpToEightSplitsInACluster) {
-  // Rung 59 merges two to eight splits in a cluster. Beside the cases above, the sweep's short
-  // calls at B = 1 with 1024 and 4096 keys, GQA 32/8 and MHA 32/32, Nq = 1 and 16, every d: on
-  // 132 SMs GQA with 1024 keys and one query row takes 8 splits at d >= 128, MHA with 4096 keys
-  // 4 (the price of a split: splits.h); the long single sequence (14-16 splits) keeps the
-  // combine kernel.
-  FL_REQUIRE_GPU();
+// Beside split_grid's cases, the sweep's short calls at B = 1 with 1024 and 4096 keys, GQA 32/8
+// and MHA 32/32, Nq = 1 and 16, every d: on 132 SMs GQA with 1024 keys and one query row takes 8
+// splits at d >= 128, MHA with 4096 keys 4 (the price of a split: splits.h); the long single
+// sequence (14-16 splits) keeps the combine kernel.
+std::vector<CacheCase> short_calls() {
   std::vector<CacheCase> more;
   for (int64_t d : {64, 96, 128, 192}) {
     for (int64_t hkv : {8, 32}) {
@@ -1080,14 +1081,35 @@ TEST(PagedSame, Rung59IsRung57BitForBitAndMergesUpToEightSplitsInACluster) {
       }
     }
   }
-  ClusterCounts n;
-  expect_rung57_bits(59, more, n);
-  if (IsSkipped() || HasFatalFailure()) return;
+  return more;
+}
+
+// Two to eight splits in a cluster: rung 58's two-split calls and the short calls, some of them
+// of more than two splits, in a cluster; the long single sequence in the combine kernel.
+void expect_up_to_eight_in_cluster(const ClusterCounts& n) {
   if (compute_major() >= 9 && sm_count() >= 128) {
     EXPECT_GE(n.in_cluster, 12 + 6) << "rung 58's two splits and the short calls";
     EXPECT_GE(n.wide, 6) << "GQA, 1024 keys, Nq = 1; MHA, 4096 keys: d = 128 and 192";
     EXPECT_GE(n.in_kernel, 8) << "more than eight splits: the long single sequence";
   }
+}
+
+TEST(PagedSame, Rung59IsRung57BitForBitAndMergesUpToEightSplitsInACluster) {
+  FL_REQUIRE_GPU();
+  ClusterCounts n;
+  expect_rung57_bits(59, short_calls(), n);
+  if (IsSkipped() || HasFatalFailure()) return;
+  expect_up_to_eight_in_cluster(n);
+}
+
+TEST(PagedSame, Rung60IsRung57BitForBitWithItsPartialsPushed) {
+  // Rung 60 merges the calls rung 59 merges, from partials each split pushed into the merging
+  // blocks' shared memory: still rung 57's bits.
+  FL_REQUIRE_GPU();
+  ClusterCounts n;
+  expect_rung57_bits(60, short_calls(), n);
+  if (IsSkipped() || HasFatalFailure()) return;
+  expect_up_to_eight_in_cluster(n);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {

@@ -2,7 +2,8 @@
 // shared memory (distributed shared memory).
 //   PTX ISA: "Parallel synchronization and communication instructions: barrier.cluster",
 //   "Data movement and conversion instructions: mapa", "ld" with the .shared::cluster state
-//   space, and the special register %cluster_ctarank (all PTX 7.8, sm_90).
+//   space, and the special register %cluster_ctarank (all PTX 7.8, sm_90); "st.async" (PTX 8.1,
+//   sm_90) and "mbarrier" (expect_tx, try_wait with .acquire.cluster).
 //
 // A grid launched with a cluster dimension (cudaLaunchAttributeClusterDimension) is made of
 // clusters of that many blocks, which the GPU runs at the same time on SMs of one GPC. A block's
@@ -14,6 +15,13 @@
 // before its arrive are visible to the threads of the cluster after their wait. A block's shared
 // memory exists only while the block runs, so a block whose memory others read must not exit
 // before they are done: a last barrier after the reads (arrive_relaxed will do for it).
+//
+// A block may also push into another block's shared memory: st_async* stores to a .shared::cluster
+// address and counts its bytes on an mbarrier in the receiving block (mapped the same way). The
+// receiver sets its mbarrier up to expect a number of bytes (expect_bytes) before any block may
+// push to it (a cluster barrier in between), then waits for them (wait_bytes): no fence and no
+// barrier between the pushes and the reads, only the byte count. The pushed-to memory must be
+// read by no one else by then, and a block must not exit before every block has its bytes.
 //
 // sm_90 instructions: compiled for an earlier architecture the functions are empty or return 0.
 // The host must then not launch with a cluster dimension (nor take a path that reads another
@@ -93,6 +101,72 @@ __device__ __forceinline__ float4 ld_v4_f32(uint32_t addr) {
                : "memory");
 #endif
   return v;
+}
+
+// Sets up this block's mbarrier `bar` (a shared-window address, 8-byte aligned, used for nothing
+// else) to complete its first phase once `bytes` bytes have been pushed to it: init with one
+// arrival, the init released to the cluster (fence.mbarrier_init), and that one arrival made
+// with the byte count. One thread, before the cluster barrier after which others may push.
+__device__ __forceinline__ void expect_bytes(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "mbarrier.init.shared::cta.b64 [%0], 1;\n"
+      "fence.mbarrier_init.release.cluster;\n"
+      "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar),
+      "r"(bytes)
+      : "memory");
+#endif
+}
+
+// Stores to a .shared::cluster address (map) of a block of the cluster (this one included) and
+// counts the bytes on that block's mbarrier `bar` (its address mapped the same way): 16, 8 or 4
+// bytes (an address aligned to as many). The store is asynchronous: nothing in this thread waits
+// for it; the receiver's wait_bytes does.
+__device__ __forceinline__ void st_async_v4(uint32_t addr, float4 v, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, "
+      "[%5];\n" ::"r"(addr),
+      "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(bar)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void st_async_v2(uint32_t addr, float x, float y, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::"r"(
+          addr),
+      "f"(x), "f"(y), "r"(bar)
+      : "memory");
+#endif
+}
+
+__device__ __forceinline__ void st_async_f32(uint32_t addr, float x, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.f32 [%0], %1, [%2];\n" ::"r"(
+                   addr),
+               "f"(x), "r"(bar)
+               : "memory");
+#endif
+}
+
+// Waits until the first phase of this block's mbarrier `bar` (expect_bytes) is complete, every
+// byte pushed to it landed: with acquire semantics at cluster scope, so the pushed data is
+// visible after it.
+__device__ __forceinline__ void wait_bytes(uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar)
+        : "memory");
+  }
+#endif
 }
 
 }  // namespace fl::ptx::cluster
