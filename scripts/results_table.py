@@ -217,6 +217,11 @@ def plot(data, meta, dtype, d, causal, path):
     fig.tight_layout()
     fig.savefig(path, dpi=130)
     plt.close(fig)
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(path) as im:  # 256 indexed colours: a third of the RGBA file
+        small = im.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
     from png_pack import repack  # beside this script
 
     repack(path)
