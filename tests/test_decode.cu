@@ -47,6 +47,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/clusters.h"
 #include "common/harness.h"
 #include "common/random.h"
 #include "common/registry.h"
@@ -58,6 +59,7 @@
 #include "kernels/58_decode_cluster_combine/splits.h"
 #include "kernels/59_decode_wide_cluster/splits.h"
 #include "kernels/60_decode_cluster_push/splits.h"
+#include "kernels/61_decode_cluster_fit/splits.h"
 
 namespace {
 
@@ -74,6 +76,7 @@ namespace split57 = fl::k57_decode_split_lengths;  // rung 57: a split's share o
 namespace split58 = fl::k58_decode_cluster_combine;  // rung 58: which calls combine in a cluster
 namespace split59 = fl::k59_decode_wide_cluster;     // rung 59: two to eight splits in a cluster
 namespace split60 = fl::k60_decode_cluster_push;     // rung 60: rung 59's splits, pushed
+namespace split61 = fl::k61_decode_cluster_fit;      // rung 61: a cluster where the clusters fit
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -561,6 +564,32 @@ TEST(DecodeRules, Rung60KeepsRung59sSplitsAndClusters) {
   }
 }
 
+TEST(DecodeRules, Rung61MergesInAClusterOnlyWhereTheClustersFit) {
+  // Rung 61 merges rung 59's calls in a cluster only where the call's clusters (B x H_kv) are no
+  // more than those the GPU runs at once, one block an SM (`fit`; 0 without clusters).
+  for (int splits = 0; splits <= 130; ++splits) {
+    for (int64_t clusters : {1, 8, 31, 32, 33, 64, 2048}) {
+      for (int fit : {0, 1, 16, 32, 66}) {
+        EXPECT_EQ(split61::combines_in_cluster(splits, clusters, fit),
+                  split59::combines_in_cluster(splits, true) && clusters <= fit)
+            << splits << " splits, " << clusters << " clusters, " << fit << " fit";
+      }
+    }
+    EXPECT_EQ(split61::split_workspace_bytes(splits, 1, 32, 1, 128),
+              split59::split_workspace_bytes(splits, 1, 32, 1, 128))
+        << splits;
+  }
+  for (int64_t blocks : {1, 8, 24, 64}) {
+    for (int64_t tiles : {4, 16, 64, 2048}) {
+      EXPECT_EQ(split61::price_splits(split61::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4),
+                split59::price_splits(split59::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4))
+          << blocks << " blocks, " << tiles << " tiles";
+    }
+  }
+}
+
 TEST(DecodeRules, SplitWorkspaceSize) {
   // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
   // nothing for one split.
@@ -857,11 +886,16 @@ fl::Verdict verify_poisoned(const fl::KernelInfo& k, fl::Problem& problem,
 }
 
 // Whether rung k combines the splits of `splits` in a cluster on this device (rung 58's rule, then
-// rung 59's from 59 on, on a GPU of compute capability 9.0): then it asks no workspace for them.
-bool in_cluster(const fl::KernelInfo& k, int splits) {
+// rung 59's from 59 on, on a GPU of compute capability 9.0; rung 61's asks that the call's
+// `clusters` all run at once, one block an SM): then it asks no workspace for them.
+bool in_cluster(const fl::KernelInfo& k, int splits, int64_t clusters) {
   int device = 0, major = 0;
   FL_CUDA_CHECK(cudaGetDevice(&device));
   FL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (k.number == 61) {
+    const int fit = major >= 9 && splits <= 8 ? fl::clusters_one_block_an_sm(splits) : 0;
+    return split61::combines_in_cluster(splits, clusters, fit);
+  }
   if (k.number >= 59) return split59::combines_in_cluster(splits, major >= 9);
   return k.number == 58 && split58::combines_in_cluster(splits, major >= 9);
 }
@@ -896,7 +930,7 @@ TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
           ASSERT_EQ(why, "") << k->name() << " " << s.describe();
           if (k->workspace != nullptr && sms >= 11) {
             // Rung 59 on: five splits merge in a cluster, with no workspace.
-            EXPECT_EQ(splits_of(*k, problem), in_cluster(*k, 5) ? 1 : 5)
+            EXPECT_EQ(splits_of(*k, problem), in_cluster(*k, 5, h[1]) ? 1 : 5)
                 << k->name() << " " << s.describe();
           }
           const fl::Verdict v = verify_poisoned(*k, problem, ref);

@@ -30,14 +30,17 @@
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "common/clusters.h"
 #include "common/cuda_check.h"
 #include "common/device_buffer.h"
 #include "common/fp8.h"
@@ -1139,6 +1142,74 @@ TEST(Cluster, BlocksPushIntoTheSharedMemoryOfTheirCluster) {
   }
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(unlanded, 0);
+}
+
+// Thread 0 of each block counts the block in, then waits until `expected` blocks have (or about
+// 20 ms have passed), and writes whether they all had, and its SM. The launch asks more than
+// half an SM's shared memory: one block an SM.
+__global__ void cluster_fit_probe(int* counter, int expected, int* all_in, int* sm) {
+  if (threadIdx.x != 0) return;
+  atomicAdd(counter, 1);
+  const uint64_t start = global_ns();
+  int seen = 0;
+  while ((seen = *reinterpret_cast<volatile int*>(counter)) < expected &&
+         global_ns() - start < 20000000) {
+    __nanosleep(1000);
+  }
+  all_in[blockIdx.x] = seen >= expected;
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;\n" : "=r"(id));
+  sm[blockIdx.x] = static_cast<int>(id);
+}
+
+// fl::clusters_one_block_an_sm(size) clusters of `size` blocks, each block asking more than half
+// an SM, run at once (every block sees every other one arrive, each on its own SM); one cluster
+// more does not (some blocks wait in vain: the last cluster runs after others end).
+TEST(Cluster, TheClustersThatFitOneBlockAnSMRunAtOnce) {
+  REQUIRE_HOPPER();
+  int device = 0, per_sm = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  const int smem = per_sm / 2 + 1024;
+  FL_CUDA_CHECK(cudaFuncSetAttribute(cluster_fit_probe,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  for (int size : {2, 4, 8}) {
+    const int fit = fl::clusters_one_block_an_sm(size);
+    ASSERT_GT(fit, 0) << "clusters of " << size;
+    std::cout << "[ fit      ] clusters of " << size << " blocks at once, one block an SM: " << fit
+              << "\n";
+    for (int clusters : {fit, fit + 1}) {
+      const int blocks = clusters * size;
+      fl::DeviceBuffer counter(4), all_in(blocks * 4), sm(blocks * 4);
+      FL_CUDA_CHECK(cudaMemset(counter.get(), 0, 4));
+      cudaLaunchAttribute attr{};
+      attr.id = cudaLaunchAttributeClusterDimension;
+      attr.val.clusterDim.x = static_cast<unsigned>(size);
+      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(static_cast<unsigned>(blocks));
+      config.blockDim = dim3(128);
+      config.dynamicSmemBytes = static_cast<size_t>(smem);
+      config.attrs = &attr;
+      config.numAttrs = 1;
+      FL_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_fit_probe, counter.as<int>(), blocks,
+                                       all_in.as<int>(), sm.as<int>()));
+      FL_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<int> h_in(blocks), h_sm(blocks);
+      FL_CUDA_CHECK(cudaMemcpy(h_in.data(), all_in.get(), blocks * 4, cudaMemcpyDeviceToHost));
+      FL_CUDA_CHECK(cudaMemcpy(h_sm.data(), sm.get(), blocks * 4, cudaMemcpyDeviceToHost));
+      const int waited = blocks - std::accumulate(h_in.begin(), h_in.end(), 0);
+      if (clusters == fit) {
+        EXPECT_EQ(waited, 0) << fit << " clusters of " << size << " did not all run at once";
+        std::sort(h_sm.begin(), h_sm.end());
+        EXPECT_EQ(std::unique(h_sm.begin(), h_sm.end()) - h_sm.begin(), blocks)
+            << "one block an SM";
+      } else {
+        EXPECT_GT(waited, 0) << fit + 1 << " clusters of " << size << " ran at once";
+      }
+    }
+  }
 }
 
 }  // namespace

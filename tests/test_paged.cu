@@ -47,6 +47,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/clusters.h"
 #include "common/harness.h"
 #include "common/random.h"
 #include "common/registry.h"
@@ -55,6 +56,7 @@
 #include "kernels/58_decode_cluster_combine/splits.h"
 #include "kernels/59_decode_wide_cluster/splits.h"
 #include "kernels/60_decode_cluster_push/splits.h"
+#include "kernels/61_decode_cluster_fit/splits.h"
 
 namespace {
 
@@ -478,12 +480,17 @@ int compute_major() {
 
 // Whether rung k merges a call's `splits` splits in a cluster on this device, with no workspace:
 // rung 58's rule (two splits), rung 59's (two to eight), which rung 60 keeps, on compute
-// capability 9.0.
-bool merges_in_cluster(const fl::KernelInfo& k, int splits) {
-  const bool clusters = compute_major() >= 9;
-  if (k.number == 60) return fl::k60_decode_cluster_push::combines_in_cluster(splits, clusters);
-  if (k.number >= 59) return fl::k59_decode_wide_cluster::combines_in_cluster(splits, clusters);
-  return k.number == 58 && fl::k58_decode_cluster_combine::combines_in_cluster(splits, clusters);
+// capability 9.0; rung 61's adds that the call's `clusters` (B x H_kv) all run at once, one block
+// an SM.
+bool merges_in_cluster(const fl::KernelInfo& k, int splits, int64_t clusters) {
+  const bool has = compute_major() >= 9;
+  if (k.number == 61) {
+    const int fit = has && splits <= 8 ? fl::clusters_one_block_an_sm(splits) : 0;
+    return fl::k61_decode_cluster_fit::combines_in_cluster(splits, clusters, fit);
+  }
+  if (k.number == 60) return fl::k60_decode_cluster_push::combines_in_cluster(splits, has);
+  if (k.number >= 59) return fl::k59_decode_wide_cluster::combines_in_cluster(splits, has);
+  return k.number == 58 && fl::k58_decode_cluster_combine::combines_in_cluster(splits, has);
 }
 
 // The smem rule of a smaller GPU (d = 128 needs 144 KiB a block): skip with it.
@@ -585,7 +592,7 @@ TEST(PagedLong, ALongCacheInManySplits) {
         const int sms = sm_count();
         const int splits = s58::price_splits(s58::choose_splits(24, sms, 1, 512), 24, sms, 512,
                                              2 * 64 * 128 * 2, nq * 4);
-        if (merges_in_cluster(*k, splits)) {
+        if (merges_in_cluster(*k, splits, 24)) {
           EXPECT_EQ(r.workspace_bytes, 0) << splits << " splits merge in a cluster";
         } else {
           EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
@@ -1031,7 +1038,7 @@ void expect_rung57_bits(int rung, const std::vector<CacheCase>& more, ClusterCou
     ASSERT_EQ(b.refused, "");
     const int splits = splits_of(a.workspace_bytes, c);
     ASSERT_GT(splits, 0) << "a workspace of " << a.workspace_bytes << " bytes";
-    if (merges_in_cluster(*k, splits)) {
+    if (merges_in_cluster(*k, splits, c.batch() * c.hkv)) {
       EXPECT_EQ(b.workspace_bytes, 0) << splits << " splits merge in a cluster";
       ++n.in_cluster;
       n.wide += splits > 2;
@@ -1110,6 +1117,33 @@ TEST(PagedSame, Rung60IsRung57BitForBitWithItsPartialsPushed) {
   expect_rung57_bits(60, short_calls(), n);
   if (IsSkipped() || HasFatalFailure()) return;
   expect_up_to_eight_in_cluster(n);
+}
+
+TEST(PagedSame, Rung61IsRung57BitForBitAndMergesInAClusterOnlyWhereTheClustersFit) {
+  // Rung 61 merges in a cluster only where the call's B x H_kv clusters all run at once, one
+  // block an SM (merges_in_cluster asks common/clusters.h as the rung does). Beside the short
+  // calls, MHA 32/32 at B = 1 with 32768 keys, d = 128 and 192: 32 clusters of four blocks,
+  // more than an H100 runs at once so.
+  FL_REQUIRE_GPU();
+  std::vector<CacheCase> more = short_calls();
+  for (int64_t d : {128, 192}) {
+    CacheCase c;
+    c.t = d == 192 ? fl::DType::bf16 : fl::DType::f16;
+    c.d = d;
+    c.hkv = 32;
+    c.capacity = 32768;
+    c.with_lengths = false;
+    c.lengths.assign(1, 32768);
+    c.seed = 610 + d;
+    more.push_back(c);
+  }
+  ClusterCounts n;
+  expect_rung57_bits(61, more, n);
+  if (IsSkipped() || HasFatalFailure()) return;
+  if (compute_major() >= 9 && sm_count() >= 128) {
+    EXPECT_GE(n.wide, 2) << "GQA, 1024 keys, Nq = 1, d = 128 and 192: 8 clusters of eight";
+    EXPECT_GE(n.in_kernel, 8) << "more than eight splits: the long single sequence";
+  }
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
