@@ -2,11 +2,13 @@
 // 39 decode_paged, 40 decode_occupancy, 46 decode_combine, 47 decode_pdl, 48 decode_key_warps,
 // 49 decode_combine_loads, 50 decode_split_price, 51 decode_combine_one_trip, 52 decode_q_rows,
 // 53 decode_page_runs, 56 decode_page_cursor, 57 decode_split_lengths, 58
-// decode_cluster_combine, 59 decode_wide_cluster, here on plain calls; their K/V cache calls are
+// decode_cluster_combine, 59 decode_wide_cluster, 60 decode_cluster_push, 61
+// decode_cluster_fit, here on plain calls; their K/V cache calls are
 // tests/test_paged.cu's): a few query rows a sequence against a long K/V cache, the g = H_q /
 // H_kv query heads of a KV head packed into the rows of one tile; from 38 on, the keys split
 // over several blocks whose partial outputs a second launch merges (from 58 on, two splits
-// merge in a thread block cluster instead; from 59 on, two to eight). Every test runs every
+// merge in a thread block cluster instead; from 59 on, two to eight; rung 61 only where the
+// call's clusters fit the GPU at once). Every test runs every
 // serving rung of the build.
 //
 //   DecodeRules.*       (CPU) the rule that keeps prefill off the rungs (Nq x g <= 64), their
@@ -21,7 +23,8 @@
 //                       57's cut of the longest sequence (every tile once, in order, the
 //                       longest's shares even, none empty where its tiles are as many as
 //                       the splits); the calls rung 58 merges in a cluster (two splits)
-//                       and rung 59 (two to eight)
+//                       and rung 59 (two to eight), which rung 60 keeps, and rung 61 (those
+//                       of them whose clusters fit)
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/96/128/192 x both layouts,

@@ -29,7 +29,8 @@
 //                 capacity; rung 57's splits each hold some keys of the longest sequence of a
 //                 batch much shorter than its cache (their LSEs in the workspace); rung 58
 //                 rung 57 always, with no workspace where it merges two splits in a cluster,
-//                 and rung 59 rung 57 always, with none where it merges two to eight;
+//                 and rungs 59-61 rung 57 always, with none where they merge two to eight
+//                 (rung 61: only where the call's clusters fit the GPU at once);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
