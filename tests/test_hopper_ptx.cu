@@ -960,6 +960,24 @@ TEST(Griddep, DependentStartsEarlyAndItsWaitSeesTheFirstGridsWrites) {
 // 8. Thread block clusters (cluster.cuh)
 // ---------------------------------------------------------------------------------------------
 
+// Launches `kernel` on `blocks` blocks of 128 threads in clusters of `size` blocks (in x), with
+// `smem` bytes of dynamic shared memory, and waits for it.
+template <typename... Params, typename... Args>
+void run_in_clusters(void (*kernel)(Params...), int blocks, int size, size_t smem, Args... args) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(size);
+  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(128);
+  config.dynamicSmemBytes = smem;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  FL_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // Clusters of kRanks blocks in x. Each block fills its shared memory with 1000 blockIdx.x + i
 // (i < 128), then, after the cluster barrier, thread t reads element t of the block `t % kRanks`
 // ranks on in its cluster (one float) and, every fourth thread, elements t .. t + 3 of the block
@@ -993,18 +1011,8 @@ TEST(Cluster, BlocksReadTheSharedMemoryOfTheirCluster) {
   fl::DeviceBuffer one(kN * 4), four(kN * 4), ranks(kBlocks * 4);
   FL_CUDA_CHECK(cudaMemset(one.get(), 0xff, kN * 4));
   FL_CUDA_CHECK(cudaMemset(four.get(), 0xff, kN * 4));
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = kRanks;
-  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kBlocks);
-  config.blockDim = dim3(128);
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  FL_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_read_peers, one.as<float>(), four.as<float>(),
-                                   ranks.as<int>()));
-  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  run_in_clusters(cluster_read_peers, kBlocks, kRanks, 0, one.as<float>(), four.as<float>(),
+                  ranks.as<int>());
   std::vector<float> h_one(kN), h_four(kN);
   std::vector<int> h_ranks(kBlocks);
   FL_CUDA_CHECK(cudaMemcpy(h_one.data(), one.get(), kN * 4, cudaMemcpyDeviceToHost));
@@ -1052,18 +1060,7 @@ TEST(Cluster, ARelaxedArriveStillWaitsForTheWholeCluster) {
   constexpr int kBlocks = 8;
   fl::DeviceBuffer times(kBlocks * 8);
   FL_CUDA_CHECK(cudaMemset(times.get(), 0, kBlocks * 8));
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 2;
-  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kBlocks);
-  config.blockDim = dim3(128);
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  FL_CUDA_CHECK(
-      cudaLaunchKernelEx(&config, cluster_relaxed_barrier, times.as<unsigned long long>()));
-  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  run_in_clusters(cluster_relaxed_barrier, kBlocks, 2, 0, times.as<unsigned long long>());
   std::vector<unsigned long long> t(kBlocks);
   FL_CUDA_CHECK(cudaMemcpy(t.data(), times.get(), kBlocks * 8, cudaMemcpyDeviceToHost));
   for (int c = 0; c < kBlocks; c += 2) {
@@ -1119,17 +1116,7 @@ TEST(Cluster, BlocksPushIntoTheSharedMemoryOfTheirCluster) {
   constexpr int kBlocks = 2 * kRanks, kN = kBlocks * 128;
   fl::DeviceBuffer out(kN * 4);
   FL_CUDA_CHECK(cudaMemset(out.get(), 0, kN * 4));
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = kRanks;
-  attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(kBlocks);
-  config.blockDim = dim3(128);
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  FL_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_push_peers, out.as<float>()));
-  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  run_in_clusters(cluster_push_peers, kBlocks, kRanks, 0, out.as<float>());
   std::vector<float> h(kN);
   FL_CUDA_CHECK(cudaMemcpy(h.data(), out.get(), kN * 4, cudaMemcpyDeviceToHost));
   int wrong = 0, unlanded = 0;
@@ -1162,9 +1149,10 @@ __global__ void cluster_fit_probe(int* counter, int expected, int* all_in, int* 
   sm[blockIdx.x] = static_cast<int>(id);
 }
 
-// fl::clusters_one_block_an_sm(size) clusters of `size` blocks, each block asking more than half
-// an SM, run at once (every block sees every other one arrive, each on its own SM); one cluster
-// more does not (some blocks wait in vain: the last cluster runs after others end).
+// For clusters of 2 to 8 blocks: fl::clusters_one_block_an_sm(size) clusters of `size` blocks,
+// each block asking more than half an SM, run at once (every block sees every other one arrive,
+// each on its own SM); one cluster more does not (some blocks wait in vain: the last cluster runs
+// after others end).
 TEST(Cluster, TheClustersThatFitOneBlockAnSMRunAtOnce) {
   REQUIRE_HOPPER();
   int device = 0, per_sm = 0;
@@ -1174,7 +1162,7 @@ TEST(Cluster, TheClustersThatFitOneBlockAnSMRunAtOnce) {
   const int smem = per_sm / 2 + 1024;
   FL_CUDA_CHECK(cudaFuncSetAttribute(cluster_fit_probe,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  for (int size : {2, 4, 8}) {
+  for (int size = 2; size <= 8; ++size) {
     const int fit = fl::clusters_one_block_an_sm(size);
     ASSERT_GT(fit, 0) << "clusters of " << size;
     std::cout << "[ fit      ] clusters of " << size << " blocks at once, one block an SM: " << fit
@@ -1183,19 +1171,8 @@ TEST(Cluster, TheClustersThatFitOneBlockAnSMRunAtOnce) {
       const int blocks = clusters * size;
       fl::DeviceBuffer counter(4), all_in(blocks * 4), sm(blocks * 4);
       FL_CUDA_CHECK(cudaMemset(counter.get(), 0, 4));
-      cudaLaunchAttribute attr{};
-      attr.id = cudaLaunchAttributeClusterDimension;
-      attr.val.clusterDim.x = static_cast<unsigned>(size);
-      attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(static_cast<unsigned>(blocks));
-      config.blockDim = dim3(128);
-      config.dynamicSmemBytes = static_cast<size_t>(smem);
-      config.attrs = &attr;
-      config.numAttrs = 1;
-      FL_CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_fit_probe, counter.as<int>(), blocks,
-                                       all_in.as<int>(), sm.as<int>()));
-      FL_CUDA_CHECK(cudaDeviceSynchronize());
+      run_in_clusters(cluster_fit_probe, blocks, size, static_cast<size_t>(smem),
+                      counter.as<int>(), blocks, all_in.as<int>(), sm.as<int>());
       std::vector<int> h_in(blocks), h_sm(blocks);
       FL_CUDA_CHECK(cudaMemcpy(h_in.data(), all_in.get(), blocks * 4, cudaMemcpyDeviceToHost));
       FL_CUDA_CHECK(cudaMemcpy(h_sm.data(), sm.get(), blocks * 4, cudaMemcpyDeviceToHost));

@@ -1099,8 +1099,8 @@ const KernelInfo& kernel_60() {
     KernelInfo k;
     k.number = 60;
     k.slug = "decode_cluster_push";
-    k.title = "decode: up to eight splits merge in a cluster, each thread its row's weights";
-    k.doc = "docs/kernels/59_decode_wide_cluster.md";
+    k.title = "decode: the splits push their partials into the blocks that merge them, no fence";
+    k.doc = "docs/kernels/60_decode_cluster_push.md";
     k.min_sm = 80;
     k.tile = k60_decode_cluster_push::tile;
     k.supports = k60_decode_cluster_push::supports;

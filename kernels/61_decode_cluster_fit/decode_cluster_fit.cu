@@ -1108,8 +1108,8 @@ const KernelInfo& kernel_61() {
     KernelInfo k;
     k.number = 61;
     k.slug = "decode_cluster_fit";
-    k.title = "decode: up to eight splits merge in a cluster, each thread its row's weights";
-    k.doc = "docs/kernels/59_decode_wide_cluster.md";
+    k.title = "decode: a cluster only where the call's clusters fit the GPU at once";
+    k.doc = "docs/kernels/61_decode_cluster_fit.md";
     k.min_sm = 80;
     k.tile = k61_decode_cluster_fit::tile;
     k.supports = k61_decode_cluster_fit::supports;
