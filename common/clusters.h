@@ -1,10 +1,12 @@
 // How many thread block clusters the current GPU runs at once.
 //
-// A cluster's blocks run at the same time on SMs of one GPC (a group of SMs, 16 to 18 of them on
-// an H100), and the GPU places whole clusters: a GPC of 18 SMs holds four clusters of four blocks
-// that each need an SM, and its last two SMs take none. So a grid of clusters may not fit at once
-// where the same blocks without clusters would, and where an SM can hold two of the blocks the
-// GPU may put two of a cluster's blocks on one SM while other SMs have none.
+// A cluster's blocks run at the same time on SMs of one GPC (a group of SMs), and the GPU places
+// whole clusters: a GPC whose SM count is not a multiple of the cluster's size leaves SMs that
+// take none (a GPC of 18 SMs, say, holds four clusters of four blocks that each need an SM). So
+// a grid of clusters may not fit at once where the same blocks without clusters would: an H100's
+// 132 SMs run 30 clusters of four so, not 33. Where an SM can hold two of the blocks, the GPU then
+// runs two of the grid's blocks on some SMs while others have none (measured on an H100 with
+// Nsight Compute: docs/results/h100_decode_61_ncu.md).
 #pragma once
 
 namespace fl {

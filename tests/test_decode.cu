@@ -543,6 +543,29 @@ TEST(DecodeRules, Rung59MergesTwoToEightSplitsInACluster) {
   EXPECT_TRUE(split59::combines_in_cluster(shortest, true));
 }
 
+// A later rung's split count and workspace (its splits.h's choose_splits, price_splits and
+// split_workspace_bytes) equal rung 59's: every split count up to 130, and a table of grids.
+template <typename Choose, typename Price, typename Workspace>
+void expect_rung59_splits(Choose choose, Price price, Workspace workspace) {
+  for (int splits = 0; splits <= 130; ++splits) {
+    EXPECT_EQ(workspace(splits, 1, 32, 1, 128),
+              split59::split_workspace_bytes(splits, 1, 32, 1, 128))
+        << splits;
+  }
+  for (int64_t blocks : {1, 8, 24, 64}) {
+    for (int64_t tiles : {4, 16, 64, 2048}) {
+      EXPECT_EQ(price(choose(blocks, 132, 1, tiles), blocks, 132, tiles, 32768, 4),
+                split59::price_splits(split59::choose_splits(blocks, 132, 1, tiles), blocks, 132,
+                                      tiles, 32768, 4))
+          << blocks << " blocks, " << tiles << " tiles";
+    }
+  }
+}
+#define RUNG_SPLITS(ns)                                                          \
+  [](auto... a) { return ns::choose_splits(a...); },                             \
+      [](auto... a) { return ns::price_splits(a...); },                          \
+      [](auto... a) { return ns::split_workspace_bytes(a...); }
+
 TEST(DecodeRules, Rung60KeepsRung59sSplitsAndClusters) {
   // Rung 60 changes how a cluster's blocks pass their partials, not which calls split or merge in
   // a cluster: rung 59's counts, clusters and workspace.
@@ -552,19 +575,8 @@ TEST(DecodeRules, Rung60KeepsRung59sSplitsAndClusters) {
                 split59::combines_in_cluster(splits, clusters))
           << splits;
     }
-    EXPECT_EQ(split60::split_workspace_bytes(splits, 1, 32, 1, 128),
-              split59::split_workspace_bytes(splits, 1, 32, 1, 128))
-        << splits;
   }
-  for (int64_t blocks : {1, 8, 24, 64}) {
-    for (int64_t tiles : {4, 16, 64, 2048}) {
-      EXPECT_EQ(split60::price_splits(split60::choose_splits(blocks, 132, 1, tiles), blocks, 132,
-                                      tiles, 32768, 4),
-                split59::price_splits(split59::choose_splits(blocks, 132, 1, tiles), blocks, 132,
-                                      tiles, 32768, 4))
-          << blocks << " blocks, " << tiles << " tiles";
-    }
-  }
+  expect_rung59_splits(RUNG_SPLITS(split60));
 }
 
 TEST(DecodeRules, Rung61MergesInAClusterOnlyWhereTheClustersFit) {
@@ -578,19 +590,8 @@ TEST(DecodeRules, Rung61MergesInAClusterOnlyWhereTheClustersFit) {
             << splits << " splits, " << clusters << " clusters, " << fit << " fit";
       }
     }
-    EXPECT_EQ(split61::split_workspace_bytes(splits, 1, 32, 1, 128),
-              split59::split_workspace_bytes(splits, 1, 32, 1, 128))
-        << splits;
   }
-  for (int64_t blocks : {1, 8, 24, 64}) {
-    for (int64_t tiles : {4, 16, 64, 2048}) {
-      EXPECT_EQ(split61::price_splits(split61::choose_splits(blocks, 132, 1, tiles), blocks, 132,
-                                      tiles, 32768, 4),
-                split59::price_splits(split59::choose_splits(blocks, 132, 1, tiles), blocks, 132,
-                                      tiles, 32768, 4))
-          << blocks << " blocks, " << tiles << " tiles";
-    }
-  }
+  expect_rung59_splits(RUNG_SPLITS(split61));
 }
 
 TEST(DecodeRules, SplitWorkspaceSize) {

@@ -4,7 +4,8 @@
 //            one a KV head and sequence, whatever their number. The GPU places whole clusters
 //            in a GPC: 32 clusters of four blocks (MHA at B = 1) do not all fit one block an SM
 //            on an H100, so some SMs run two blocks of the grid while others run none (d = 128,
-//            0.94-0.98x rung 57) or some clusters wait for others to end (d = 192, 0.58-0.67x)
+//            0.944-0.995x rung 57 at 8192 keys and more) or some clusters wait for others to end
+//            (d = 192, 0.58-0.67x)
 // changes:   a call's splits merge in a cluster only where its clusters all run at once, each
 //            block on an SM of its own (cudaOccupancyMaxActiveClusters for a block that takes
 //            more than half an SM: common/clusters.h); else rung 57's combine kernel
