@@ -13,19 +13,14 @@ namespace {
 __global__ void cluster_probe_kernel() {}
 
 int ask(int size) {
-  int device = 0, major = 0, per_sm = 0, per_block = 0;
+  int device = 0, major = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
-          cudaSuccess ||
-      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
-          cudaSuccess) {
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
-  // More than half an SM's shared memory: one block an SM.
-  const int smem = per_sm / 2 + 1024;
-  if (major < 9 || size < 1 || size > 8 || smem > per_block) return 0;
+  const int smem = smem_one_block_an_sm();
+  if (major < 9 || size < 1 || size > 8 || smem == 0) return 0;
   cudaFuncAttributes a{};
   if (cudaFuncGetAttributes(&a, cluster_probe_kernel) != cudaSuccess || a.ptxVersion < 90 ||
       cudaFuncSetAttribute(cluster_probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -52,6 +47,22 @@ int ask(int size) {
 }
 
 }  // namespace
+
+int smem_one_block_an_sm() {
+  int device = 0, per_sm = 0, per_block = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  // More than half an SM's shared memory (1 KiB more than half: an SM also keeps 1 KiB a block
+  // for the system), so a second such block never fits beside the first.
+  const int smem = per_sm / 2 + 1024;
+  return smem <= per_block ? smem : 0;
+}
 
 int clusters_one_block_an_sm(int size) {
   static std::mutex mutex;

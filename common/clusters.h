@@ -11,6 +11,10 @@
 
 namespace fl {
 
+// The dynamic shared memory a block asks so that it runs alone on its SM: more than half an SM's
+// (228 KiB on an H100: 115 KiB). 0 where no block may ask that much, or the query fails.
+int smem_one_block_an_sm();
+
 // The clusters of `size` blocks (1-8) that the current GPU runs at once when each block needs an
 // SM of its own (a block of 128 threads asking more than half an SM's shared memory), from
 // cudaOccupancyMaxActiveClusters; 0 where the GPU has no clusters (compute capability below 9.0)

@@ -3,7 +3,7 @@
 // 49 decode_combine_loads, 50 decode_split_price, 51 decode_combine_one_trip, 52 decode_q_rows,
 // 53 decode_page_runs, 56 decode_page_cursor, 57 decode_split_lengths, 58
 // decode_cluster_combine, 59 decode_wide_cluster, 60 decode_cluster_push, 61
-// decode_cluster_fit, here on plain calls; their K/V cache calls are
+// decode_cluster_fit, 62 decode_split_waves, here on plain calls; their K/V cache calls are
 // tests/test_paged.cu's): a few query rows a sequence against a long K/V cache, the g = H_q /
 // H_kv query heads of a KV head packed into the rows of one tile; from 38 on, the keys split
 // over several blocks whose partial outputs a second launch merges (from 58 on, two splits
@@ -24,7 +24,8 @@
 //                       longest's shares even, none empty where its tiles are as many as
 //                       the splits); the calls rung 58 merges in a cluster (two splits)
 //                       and rung 59 (two to eight), which rung 60 keeps, and rung 61 (those
-//                       of them whose clusters fit)
+//                       of them whose clusters fit); rung 62's cut-off for one wave only and
+//                       the shared memory of its split launch
 //   Decode.*            (GPU) the grid: Nq in {1, 2, 4, 16} x Nk in {1, 7, 64, 100, 1000, 4096,
 //                       33000} x H_q / H_kv in {32/8, 8/8, 16/1, 6/2} x causal or not x B in
 //                       {1, 3}, for each of fp16/bf16 x d = 64/96/128/192 x both layouts,
@@ -36,8 +37,8 @@
 //   DecodeSplits.*      (GPU) rows that see no key of a split (causal, one key tile a split),
 //                       rows that see no key at all (Nq > Nk: O = 0, LSE = -inf), a long cache
 //                       in many splits (B = 1, 32/8, Nk = 131072; rung 40 in its rule's count);
-//                       rung 50's short calls in its count on the device; the workspace
-//                       poisoned first
+//                       rung 50's short calls in its count on the device; rung 62's grids of
+//                       more blocks than SMs split; the workspace poisoned first
 //   DecodeLargeShape.*  (GPU, alone) a K/V cache of more than 2^31 elements
 #include <gtest/gtest.h>
 
@@ -63,6 +64,7 @@
 #include "kernels/59_decode_wide_cluster/splits.h"
 #include "kernels/60_decode_cluster_push/splits.h"
 #include "kernels/61_decode_cluster_fit/splits.h"
+#include "kernels/62_decode_split_waves/splits.h"
 
 namespace {
 
@@ -80,6 +82,7 @@ namespace split58 = fl::k58_decode_cluster_combine;  // rung 58: which calls com
 namespace split59 = fl::k59_decode_wide_cluster;     // rung 59: two to eight splits in a cluster
 namespace split60 = fl::k60_decode_cluster_push;     // rung 60: rung 59's splits, pushed
 namespace split61 = fl::k61_decode_cluster_fit;      // rung 61: a cluster where the clusters fit
+namespace split62 = fl::k62_decode_split_waves;      // rung 62: the waves the rule counts
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -594,6 +597,83 @@ TEST(DecodeRules, Rung61MergesInAClusterOnlyWhereTheClustersFit) {
   expect_rung59_splits(RUNG_SPLITS(split61));
 }
 
+// Rung 62's count's efficiency against rung 38's definition: eff(s) = blocks s / (slots
+// ceil(blocks s / slots)), compared in integers: whether eff(a) >= pct% of eff(b).
+bool eff_at_least(int64_t blocks, int64_t slots, int a, int b, int pct) {
+  const int64_t num_a = blocks * a, den_a = slots * ((blocks * a + slots - 1) / slots);
+  const int64_t num_b = blocks * b, den_b = slots * ((blocks * b + slots - 1) / slots);
+  return 100 * num_a * den_b >= pct * num_b * den_a;
+}
+
+TEST(DecodeRules, Rung62WeighsGridsPastOneWaveAndLaunchesBigTilesAlone) {
+  // Rung 62's rule is rung 59's wherever the grid is one wave or less (blocks <= slots). Past one
+  // wave it has no cut-off: its count is the smallest s whose eff is at least 85% of every
+  // other count's, where rung 59 took one split for any grid of 80% of the slots or more.
+  for (int sms : {7, 132}) {
+    for (int per_sm : {1, 2}) {
+      const int64_t slots = int64_t{sms} * per_sm;
+      for (int64_t blocks = 1; blocks <= 3 * slots; ++blocks) {
+        for (int64_t tiles : {4, 5, 64, 2048}) {
+          const int s = split62::choose_splits(blocks, sms, per_sm, tiles);
+          const int old = split59::choose_splits(blocks, sms, per_sm, tiles);
+          if (blocks <= slots || tiles < 5) {
+            ASSERT_EQ(s, old) << blocks << " blocks, " << tiles << " tiles, " << sms << " SMs";
+            continue;
+          }
+          ASSERT_EQ(old, 1);
+          const int most = static_cast<int>(std::min<int64_t>({128, sms, tiles}));
+          ASSERT_GE(s, 1);
+          ASSERT_LE(s, most);
+          for (int t = 1; t <= most; ++t) {
+            ASSERT_TRUE(eff_at_least(blocks, slots, s, t, 85)) << blocks << " blocks: " << s
+                                                               << " against " << t;
+          }
+          for (int r = 1; r < s; ++r) {  // a smaller count falls below 85% of some count
+            bool below = false;
+            for (int t = 1; t <= most; ++t) below |= !eff_at_least(blocks, slots, r, t, 85);
+            ASSERT_TRUE(below) << blocks << " blocks: " << r << " would do";
+          }
+        }
+      }
+    }
+  }
+  // MHA 32/32 at d = 128 (one slot an SM on 132 SMs, 64 tiles of 4096 keys): B = 5 and 6 (160
+  // and 192 blocks) take 3 and 2 splits, as rung 50's price leaves them; B = 8 (256 blocks, 97%
+  // of two waves) one.
+  const int want[][2] = {{160, 3}, {192, 2}, {256, 1}};
+  for (const auto& w : want) {
+    const int s = split62::choose_splits(w[0], 132, 1, 64);
+    EXPECT_EQ(split62::price_splits(s, w[0], 132, 64, 32768, 1), w[1]) << w[0] << " blocks";
+    EXPECT_EQ(split59::choose_splits(w[0], 132, 1, 64), 1) << w[0] << " blocks";
+  }
+  // The split launch's shared memory: `alone` (more than half an SM) for big tiles whose kernel
+  // asks less (d = 128: 112 KiB) where a split reads 1 MiB of K and V or more (32 tiles at d =
+  // 128), the kernel's own for shorter chunks, at d = 192 (168 KiB), at d = 64 and 96, and
+  // without a figure.
+  const int alone = 115 * 1024;
+  const int64_t t64 = 2 * 64 * 64 * 2, t96 = 2 * 64 * 96 * 2, t128 = 2 * 64 * 128 * 2,
+                t192 = 2 * 64 * 192 * 2;
+  EXPECT_EQ(split62::split_launch_smem(t128, 32, 112 * 1024, alone), alone);
+  EXPECT_EQ(split62::split_launch_smem(t128, 2048, 112 * 1024, alone), alone);
+  EXPECT_EQ(split62::split_launch_smem(t128, 31, 112 * 1024, alone), 112 * 1024);
+  EXPECT_EQ(split62::split_launch_smem(t128, 1, 112 * 1024, alone), 112 * 1024);
+  EXPECT_EQ(split62::split_launch_smem(t192, 2048, 168 * 1024, alone), 168 * 1024);
+  EXPECT_EQ(split62::split_launch_smem(t96, 2048, 108 * 1024, alone), 108 * 1024);
+  EXPECT_EQ(split62::split_launch_smem(t64, 2048, 72 * 1024, alone), 72 * 1024);
+  EXPECT_EQ(split62::split_launch_smem(t128, 2048, 112 * 1024, 0), 112 * 1024);
+  // Its clusters and workspace are rung 61's.
+  for (int splits = 0; splits <= 130; ++splits) {
+    for (int64_t clusters : {1, 31, 32, 2048}) {
+      for (int fit : {0, 30, 66}) {
+        EXPECT_EQ(split62::combines_in_cluster(splits, clusters, fit),
+                  split61::combines_in_cluster(splits, clusters, fit));
+      }
+    }
+    EXPECT_EQ(split62::split_workspace_bytes(splits, 5, 32, 1, 128),
+              split59::split_workspace_bytes(splits, 5, 32, 1, 128));
+  }
+}
+
 TEST(DecodeRules, SplitWorkspaceSize) {
   // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
   // nothing for one split.
@@ -896,7 +976,7 @@ bool in_cluster(const fl::KernelInfo& k, int splits, int64_t clusters) {
   int device = 0, major = 0;
   FL_CUDA_CHECK(cudaGetDevice(&device));
   FL_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (k.number == 61) {
+  if (k.number >= 61) {  // rung 62 keeps rung 61's clusters
     const int fit = major >= 9 && splits <= 8 ? fl::clusters_one_block_an_sm(splits) : 0;
     return split61::combines_in_cluster(splits, clusters, fit);
   }
@@ -1072,6 +1152,45 @@ TEST(DecodeSplits, Rung50ShortCallsInItsCount) {
   }
   // On 128 SMs or more the four short shapes are cut back at d = 128 (at d = 192 the first).
   if (sms >= 128) EXPECT_GE(cut, 5) << "the short shapes cut back";
+}
+
+TEST(DecodeSplits, Rung62SplitsGridsOfMoreBlocksThanSMs) {
+  // Rung 62 on the device: MHA 32/32 at B = 5 and 6, one query row, 4096 keys: 160 and 192
+  // blocks, more than one wave of one block an SM on a GPU of up to 159 SMs, which rung 61 ran
+  // unsplit. The count its workspace holds is its rule's with the device's SMs (3 and 2 on 132
+  // SMs), and the call, verified with the workspace poisoned, is right; d = 128 (fp16, launched
+  // one block an SM) and 192 (bf16). Rung 61 keeps one split.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo *k62 = nullptr, *k61 = nullptr;
+  for (const fl::KernelInfo* x : serving_rungs()) {
+    if (x->number == 62) k62 = x;
+    if (x->number == 61) k61 = x;
+  }
+  if (k62 == nullptr) GTEST_SKIP() << "rung 62 is not in this build";
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  int split_calls = 0;
+  for (int64_t d : {128, 192}) {
+    for (int64_t b : {5, 6}) {
+      const fl::DType t = d == 128 ? fl::DType::f16 : fl::DType::bf16;
+      const fl::ProblemSpec s = decode_spec(t, b, 32, 32, 1, 4096, d, false, fl::Layout::BNHD);
+      fl::Problem problem(s);
+      const std::string why = fl::why_unsupported(*k62, problem.params_for(*k62));
+      if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+      ASSERT_EQ(why, "") << s.describe();
+      const int64_t blocks = b * 32, tiles = 64;
+      const int want = split62::price_splits(split62::choose_splits(blocks, sms, 1, tiles), blocks,
+                                             sms, tiles, 2 * 64 * d * 2, 1);
+      EXPECT_EQ(splits_of(*k62, problem), want) << s.describe();
+      split_calls += want > 1;
+      if (k61 != nullptr && blocks > sms) EXPECT_EQ(splits_of(*k61, problem), 1) << s.describe();
+      const fl::Reference ref(problem, cublas);
+      const fl::Verdict v = verify_poisoned(*k62, problem, ref);
+      EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err "
+                            << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+    }
+  }
+  if (sms >= 128 && sms < 160) EXPECT_EQ(split_calls, 4) << "every call past one wave splits";
 }
 
 // ---------------------------------------------------------------------------------------------

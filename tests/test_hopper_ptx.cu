@@ -1155,11 +1155,8 @@ __global__ void cluster_fit_probe(int* counter, int expected, int* all_in, int* 
 // after others end).
 TEST(Cluster, TheClustersThatFitOneBlockAnSMRunAtOnce) {
   REQUIRE_HOPPER();
-  int device = 0, per_sm = 0;
-  FL_CUDA_CHECK(cudaGetDevice(&device));
-  FL_CUDA_CHECK(
-      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  const int smem = per_sm / 2 + 1024;
+  const int smem = fl::smem_one_block_an_sm();
+  ASSERT_GT(smem, 0);
   FL_CUDA_CHECK(cudaFuncSetAttribute(cluster_fit_probe,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   for (int size = 2; size <= 8; ++size) {
@@ -1185,6 +1182,49 @@ TEST(Cluster, TheClustersThatFitOneBlockAnSMRunAtOnce) {
       } else {
         EXPECT_GT(waited, 0) << fit + 1 << " clusters of " << size << " ran at once";
       }
+    }
+  }
+}
+
+// Without clusters: a block that asks fl::smem_one_block_an_sm() runs alone on its SM (an SM
+// holds one), so a grid of one block an SM runs at once, each block on an SM of its own, and a
+// grid of one block more does not. The decode rungs' 112 KiB at d = 128 leave room for two.
+TEST(Cluster, ABlockThatAsksMoreThanHalfAnSMRunsAlone) {
+  REQUIRE_HOPPER();
+  int device = 0, sms = 0, per_sm = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FL_CUDA_CHECK(
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  const int smem = fl::smem_one_block_an_sm();
+  ASSERT_GT(smem, per_sm / 2);
+  FL_CUDA_CHECK(cudaFuncSetAttribute(cluster_fit_probe,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int held = 0;
+  FL_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&held, cluster_fit_probe, 128, smem));
+  EXPECT_EQ(held, 1);
+  if (per_sm >= 2 * (112 + 1) * 1024) {
+    FL_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&held, cluster_fit_probe, 128, 112 * 1024));
+    EXPECT_EQ(held, 2) << "112 KiB";
+  }
+  for (int blocks : {sms, sms + 1}) {
+    fl::DeviceBuffer counter(4), all_in(blocks * 4), sm(blocks * 4);
+    FL_CUDA_CHECK(cudaMemset(counter.get(), 0, 4));
+    cluster_fit_probe<<<blocks, 128, smem>>>(counter.as<int>(), blocks, all_in.as<int>(),
+                                             sm.as<int>());
+    FL_CUDA_CHECK(cudaGetLastError());
+    FL_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<int> h_in(blocks), h_sm(blocks);
+    FL_CUDA_CHECK(cudaMemcpy(h_in.data(), all_in.get(), blocks * 4, cudaMemcpyDeviceToHost));
+    FL_CUDA_CHECK(cudaMemcpy(h_sm.data(), sm.get(), blocks * 4, cudaMemcpyDeviceToHost));
+    const int waited = blocks - std::accumulate(h_in.begin(), h_in.end(), 0);
+    if (blocks == sms) {
+      EXPECT_EQ(waited, 0) << sms << " blocks did not all run at once";
+      std::sort(h_sm.begin(), h_sm.end());
+      EXPECT_EQ(std::unique(h_sm.begin(), h_sm.end()) - h_sm.begin(), blocks) << "one an SM";
+    } else {
+      EXPECT_GT(waited, 0) << sms + 1 << " blocks ran at once";
     }
   }
 }

@@ -30,7 +30,8 @@
 //                 batch much shorter than its cache (their LSEs in the workspace); rung 58
 //                 rung 57 always, with no workspace where it merges two splits in a cluster,
 //                 and rungs 59-61 rung 57 always, with none where they merge two to eight
-//                 (rung 61: only where the call's clusters fit the GPU at once);
+//                 (rung 61: only where the call's clusters fit the GPU at once), and rung 62
+//                 rung 57 where it splits alike (its grids of one wave or less);
 //                 a table that maps pages in order, and lengths all at the capacity, equal the
 //                 plain call bit for bit; lengths outside [0, Nk] run as the clamped ones
 #include <cuda_bf16.h>
@@ -485,7 +486,7 @@ int compute_major() {
 // an SM.
 bool merges_in_cluster(const fl::KernelInfo& k, int splits, int64_t clusters) {
   const bool has = compute_major() >= 9;
-  if (k.number == 61) {
+  if (k.number >= 61) {  // rung 62 keeps rung 61's clusters
     const int fit = has && splits <= 8 ? fl::clusters_one_block_an_sm(splits) : 0;
     return fl::k61_decode_cluster_fit::combines_in_cluster(splits, clusters, fit);
   }
@@ -1140,6 +1141,34 @@ TEST(PagedSame, Rung61IsRung57BitForBitAndMergesInAClusterOnlyWhereTheClustersFi
   }
   ClusterCounts n;
   expect_rung57_bits(61, more, n);
+  if (IsSkipped() || HasFatalFailure()) return;
+  if (compute_major() >= 9 && sm_count() >= 128) {
+    EXPECT_GE(n.wide, 2) << "GQA, 1024 keys, Nq = 1, d = 128 and 192: 8 clusters of eight";
+    EXPECT_GE(n.in_kernel, 8) << "more than eight splits: the long single sequence";
+  }
+}
+
+TEST(PagedSame, Rung62IsRung57BitForBitWhereItSplitsAlike) {
+  // Rung 62 launches a split grid of big tiles and long chunks one block an SM and takes a split
+  // count of its own only past one wave of blocks (more than the SMs at d >= 128): on rung 61's
+  // calls, none of them past one wave, it writes rung 57's bits with rung 61's clusters and
+  // workspace. The launch changes where blocks run, not what they compute: MHA at B = 1 with
+  // 32768 keys, d = 128 (four splits of 128 tiles), runs one block an SM.
+  FL_REQUIRE_GPU();
+  std::vector<CacheCase> more = short_calls();
+  for (int64_t d : {128, 192}) {
+    CacheCase c;
+    c.t = d == 192 ? fl::DType::bf16 : fl::DType::f16;
+    c.d = d;
+    c.hkv = 32;
+    c.capacity = 32768;
+    c.with_lengths = false;
+    c.lengths.assign(1, 32768);
+    c.seed = 620 + d;
+    more.push_back(c);
+  }
+  ClusterCounts n;
+  expect_rung57_bits(62, more, n);
   if (IsSkipped() || HasFatalFailure()) return;
   if (compute_major() >= 9 && sm_count() >= 128) {
     EXPECT_GE(n.wide, 2) << "GQA, 1024 keys, Nq = 1, d = 128 and 192: 8 clusters of eight";
