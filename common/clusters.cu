@@ -58,8 +58,8 @@ int smem_one_block_an_sm() {
     cudaGetLastError();
     return 0;
   }
-  // More than half an SM's shared memory (1 KiB more than half: an SM also keeps 1 KiB a block
-  // for the system), so a second such block never fits beside the first.
+  // More than half an SM's shared memory (half and 1 KiB), so a second such block never fits
+  // beside the first.
   const int smem = per_sm / 2 + 1024;
   return smem <= per_block ? smem : 0;
 }

@@ -1158,8 +1158,9 @@ TEST(DecodeSplits, Rung62SplitsGridsOfMoreBlocksThanSMs) {
   // Rung 62 on the device: MHA 32/32 at B = 5 and 6, one query row, 4096 keys: 160 and 192
   // blocks, more than one wave of one block an SM on a GPU of up to 159 SMs, which rung 61 ran
   // unsplit. The count its workspace holds is its rule's with the device's SMs (3 and 2 on 132
-  // SMs), and the call, verified with the workspace poisoned, is right; d = 128 (fp16, launched
-  // one block an SM) and 192 (bf16). Rung 61 keeps one split.
+  // SMs), and the call, verified with the workspace poisoned, is right; d = 128 (fp16: splits of
+  // 22 tiles at B = 5, launched two an SM, and of 32 at B = 6, one an SM) and 192 (bf16). Rung
+  // 61 keeps one split.
   FL_REQUIRE_GPU();
   const fl::KernelInfo *k62 = nullptr, *k61 = nullptr;
   for (const fl::KernelInfo* x : serving_rungs()) {
