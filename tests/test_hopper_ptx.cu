@@ -1149,6 +1149,26 @@ __global__ void cluster_fit_probe(int* counter, int expected, int* all_in, int* 
   sm[blockIdx.x] = static_cast<int>(id);
 }
 
+// A grid of `blocks` blocks of cluster_fit_probe, launched by launch(counter, expected, all_in,
+// sm): how many blocks waited in vain for the others, and on how many distinct SMs they ran.
+struct ProbeRun {
+  int waited = 0, sms = 0;
+};
+template <typename Launch>
+ProbeRun run_probe(int blocks, Launch launch) {
+  fl::DeviceBuffer counter(4), all_in(blocks * 4), sm(blocks * 4);
+  FL_CUDA_CHECK(cudaMemset(counter.get(), 0, 4));
+  launch(counter.as<int>(), blocks, all_in.as<int>(), sm.as<int>());
+  FL_CUDA_CHECK(cudaGetLastError());
+  FL_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<int> h_in(blocks), h_sm(blocks);
+  FL_CUDA_CHECK(cudaMemcpy(h_in.data(), all_in.get(), blocks * 4, cudaMemcpyDeviceToHost));
+  FL_CUDA_CHECK(cudaMemcpy(h_sm.data(), sm.get(), blocks * 4, cudaMemcpyDeviceToHost));
+  std::sort(h_sm.begin(), h_sm.end());
+  return {blocks - std::accumulate(h_in.begin(), h_in.end(), 0),
+          static_cast<int>(std::unique(h_sm.begin(), h_sm.end()) - h_sm.begin())};
+}
+
 // For clusters of 2 to 8 blocks: fl::clusters_one_block_an_sm(size) clusters of `size` blocks,
 // each block asking more than half an SM, run at once (every block sees every other one arrive,
 // each on its own SM); one cluster more does not (some blocks wait in vain: the last cluster runs
@@ -1166,21 +1186,15 @@ TEST(Cluster, TheClustersThatFitOneBlockAnSMRunAtOnce) {
               << "\n";
     for (int clusters : {fit, fit + 1}) {
       const int blocks = clusters * size;
-      fl::DeviceBuffer counter(4), all_in(blocks * 4), sm(blocks * 4);
-      FL_CUDA_CHECK(cudaMemset(counter.get(), 0, 4));
-      run_in_clusters(cluster_fit_probe, blocks, size, static_cast<size_t>(smem),
-                      counter.as<int>(), blocks, all_in.as<int>(), sm.as<int>());
-      std::vector<int> h_in(blocks), h_sm(blocks);
-      FL_CUDA_CHECK(cudaMemcpy(h_in.data(), all_in.get(), blocks * 4, cudaMemcpyDeviceToHost));
-      FL_CUDA_CHECK(cudaMemcpy(h_sm.data(), sm.get(), blocks * 4, cudaMemcpyDeviceToHost));
-      const int waited = blocks - std::accumulate(h_in.begin(), h_in.end(), 0);
+      const ProbeRun r = run_probe(blocks, [&](int* counter, int expected, int* all_in, int* sm) {
+        run_in_clusters(cluster_fit_probe, blocks, size, static_cast<size_t>(smem), counter,
+                        expected, all_in, sm);
+      });
       if (clusters == fit) {
-        EXPECT_EQ(waited, 0) << fit << " clusters of " << size << " did not all run at once";
-        std::sort(h_sm.begin(), h_sm.end());
-        EXPECT_EQ(std::unique(h_sm.begin(), h_sm.end()) - h_sm.begin(), blocks)
-            << "one block an SM";
+        EXPECT_EQ(r.waited, 0) << fit << " clusters of " << size << " did not all run at once";
+        EXPECT_EQ(r.sms, blocks) << "one block an SM";
       } else {
-        EXPECT_GT(waited, 0) << fit + 1 << " clusters of " << size << " ran at once";
+        EXPECT_GT(r.waited, 0) << fit + 1 << " clusters of " << size << " ran at once";
       }
     }
   }
@@ -1209,22 +1223,14 @@ TEST(Cluster, ABlockThatAsksMoreThanHalfAnSMRunsAlone) {
     EXPECT_EQ(held, 2) << "112 KiB";
   }
   for (int blocks : {sms, sms + 1}) {
-    fl::DeviceBuffer counter(4), all_in(blocks * 4), sm(blocks * 4);
-    FL_CUDA_CHECK(cudaMemset(counter.get(), 0, 4));
-    cluster_fit_probe<<<blocks, 128, smem>>>(counter.as<int>(), blocks, all_in.as<int>(),
-                                             sm.as<int>());
-    FL_CUDA_CHECK(cudaGetLastError());
-    FL_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<int> h_in(blocks), h_sm(blocks);
-    FL_CUDA_CHECK(cudaMemcpy(h_in.data(), all_in.get(), blocks * 4, cudaMemcpyDeviceToHost));
-    FL_CUDA_CHECK(cudaMemcpy(h_sm.data(), sm.get(), blocks * 4, cudaMemcpyDeviceToHost));
-    const int waited = blocks - std::accumulate(h_in.begin(), h_in.end(), 0);
+    const ProbeRun r = run_probe(blocks, [&](int* counter, int expected, int* all_in, int* sm) {
+      cluster_fit_probe<<<blocks, 128, smem>>>(counter, expected, all_in, sm);
+    });
     if (blocks == sms) {
-      EXPECT_EQ(waited, 0) << sms << " blocks did not all run at once";
-      std::sort(h_sm.begin(), h_sm.end());
-      EXPECT_EQ(std::unique(h_sm.begin(), h_sm.end()) - h_sm.begin(), blocks) << "one an SM";
+      EXPECT_EQ(r.waited, 0) << sms << " blocks did not all run at once";
+      EXPECT_EQ(r.sms, blocks) << "one an SM";
     } else {
-      EXPECT_GT(waited, 0) << sms + 1 << " blocks ran at once";
+      EXPECT_GT(r.waited, 0) << sms + 1 << " blocks ran at once";
     }
   }
 }
