@@ -65,6 +65,7 @@
 #include "kernels/60_decode_cluster_push/splits.h"
 #include "kernels/61_decode_cluster_fit/splits.h"
 #include "kernels/62_decode_split_waves/splits.h"
+#include "kernels/63_decode_split_cutoff/splits.h"
 
 namespace {
 
@@ -83,6 +84,7 @@ namespace split59 = fl::k59_decode_wide_cluster;     // rung 59: two to eight sp
 namespace split60 = fl::k60_decode_cluster_push;     // rung 60: rung 59's splits, pushed
 namespace split61 = fl::k61_decode_cluster_fit;      // rung 61: a cluster where the clusters fit
 namespace split62 = fl::k62_decode_split_waves;      // rung 62: the waves the rule counts
+namespace split63 = fl::k63_decode_split_cutoff;     // rung 63: the cut-off for big tiles
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -674,6 +676,58 @@ TEST(DecodeRules, Rung62WeighsGridsPastOneWaveAndLaunchesBigTilesAlone) {
   }
 }
 
+TEST(DecodeRules, Rung63CutsAOneWaveGridAtSixtyPercentAtD128) {
+  // Rung 63's rule is rung 62's but for one-wave grids at d = 128: one split from 60% of the
+  // slots (one an SM), where rung 62 split up to 80%. Other head dims keep 80%.
+  const int64_t t128 = 2 * 64 * 128 * 2, t192 = 2 * 64 * 192 * 2, t96 = 2 * 64 * 96 * 2;
+  EXPECT_EQ(split63::cut_pct(t128), 60);
+  EXPECT_EQ(split63::cut_pct(t192), 80);
+  EXPECT_EQ(split63::cut_pct(t96), 80);
+  EXPECT_EQ(split63::cut_pct(2 * 64 * 64 * 2), 80);
+  for (int sms : {7, 132}) {
+    for (int per_sm : {1, 2}) {
+      const int64_t slots = int64_t{sms} * per_sm;
+      for (int64_t blocks = 1; blocks <= 3 * slots; ++blocks) {
+        for (int64_t tiles : {4, 5, 64, 2048}) {
+          ASSERT_EQ(split63::choose_splits(blocks, sms, per_sm, tiles, 80),
+                    split62::choose_splits(blocks, sms, per_sm, tiles))
+              << blocks << " blocks, " << tiles << " tiles";
+          const int s = split63::choose_splits(blocks, sms, per_sm, tiles, 60);
+          if (blocks <= slots && blocks * 10 >= slots * 6) {
+            ASSERT_EQ(s, 1) << blocks << " blocks of " << slots << " slots";
+          } else {
+            ASSERT_EQ(s, split62::choose_splits(blocks, sms, per_sm, tiles)) << blocks << " blocks";
+          }
+        }
+      }
+    }
+  }
+  // On 132 SMs at d = 128 (one slot an SM): 80 blocks (GQA 32/8 at B = 10) and 96 (MHA at B = 3)
+  // are whole, 72 (GQA at B = 9) still split; rung 62 split all three.
+  for (int64_t blocks : {72, 80, 96, 104}) {
+    const int s63 = split63::choose_splits(blocks, 132, 1, 64, split63::cut_pct(t128));
+    const int s62 = split62::choose_splits(blocks, 132, 1, 64);
+    EXPECT_GT(s62, 1) << blocks << " blocks";
+    EXPECT_EQ(s63, blocks >= 80 ? 1 : s62) << blocks << " blocks";
+  }
+  // The sweep's shapes (B = 1, 8, 64; 8 or 32 KV heads; 1024-131072 keys; Nq = 1 and 16; d =
+  // 128 on 132 SMs) take rung 62's counts: none has 80-131 blocks.
+  for (int64_t b : {1, 8, 64}) {
+    for (int64_t hkv : {8, 32}) {
+      for (int64_t nk : {1024, 4096, 8192, 32768, 131072}) {
+        for (int64_t rows : {32 / hkv, 16 * 32 / hkv}) {
+          const int64_t blocks = b * hkv, tiles = nk / 64;
+          const int w63 = split63::choose_splits(blocks, 132, 1, tiles, split63::cut_pct(t128));
+          const int w62 = split62::choose_splits(blocks, 132, 1, tiles);
+          EXPECT_EQ(split63::price_splits(w63, blocks, 132, tiles, t128, rows),
+                    split62::price_splits(w62, blocks, 132, tiles, t128, rows))
+              << "B = " << b << ", H_kv = " << hkv << ", Nk = " << nk;
+        }
+      }
+    }
+  }
+}
+
 TEST(DecodeRules, SplitWorkspaceSize) {
   // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
   // nothing for one split.
@@ -1192,6 +1246,48 @@ TEST(DecodeSplits, Rung62SplitsGridsOfMoreBlocksThanSMs) {
     }
   }
   if (sms >= 128 && sms < 160) EXPECT_EQ(split_calls, 4) << "every call past one wave splits";
+}
+
+TEST(DecodeSplits, Rung63RunsAWaveOfSixtyPercentOfTheSMsWhole) {
+  // Rung 63 on the device: GQA 32/8 at B = 10 (80 blocks) and MHA 32/32 at B = 3 (96 blocks),
+  // one query row, 4096 keys, d = 128 (fp16 and bf16). On a GPU of 121-133 SMs (an H100 SXM's
+  // 132) one wave of these blocks is 60-80% of the SMs: one split (no workspace), where rung 62
+  // splits; the count is its rule's with the device's SMs, and the call, verified with the
+  // workspace poisoned, is right. At d = 192 the same calls take rung 62's count.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo *k63 = nullptr, *k62 = nullptr;
+  for (const fl::KernelInfo* x : serving_rungs()) {
+    if (x->number == 63) k63 = x;
+    if (x->number == 62) k62 = x;
+  }
+  if (k63 == nullptr) GTEST_SKIP() << "rung 63 is not in this build";
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  int whole = 0;
+  for (const fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (const auto& [b, hkv] : {std::pair<int64_t, int64_t>{10, 8}, {3, 32}}) {
+      const int64_t d = 128;
+      const fl::ProblemSpec s = decode_spec(t, b, 32, hkv, 1, 4096, d, false, fl::Layout::BNHD);
+      fl::Problem problem(s);
+      const std::string why = fl::why_unsupported(*k63, problem.params_for(*k63));
+      if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+      ASSERT_EQ(why, "") << s.describe();
+      const int64_t blocks = b * hkv, tiles = 64, tile_bytes = 2 * 64 * d * 2;
+      const int want = split63::price_splits(
+          split63::choose_splits(blocks, sms, 1, tiles, split63::cut_pct(tile_bytes)), blocks, sms,
+          tiles, tile_bytes, 32 / hkv);
+      EXPECT_EQ(splits_of(*k63, problem), want) << s.describe();
+      whole += want == 1;
+      if (k62 != nullptr && sms >= 121 && sms <= 133) {
+        EXPECT_GT(splits_of(*k62, problem), 1) << s.describe();
+      }
+      const fl::Reference ref(problem, cublas);
+      const fl::Verdict v = verify_poisoned(*k63, problem, ref);
+      EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err "
+                            << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+    }
+  }
+  if (sms >= 121 && sms <= 133) EXPECT_EQ(whole, 4) << "every call one split";
 }
 
 // ---------------------------------------------------------------------------------------------

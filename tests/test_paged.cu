@@ -59,6 +59,8 @@
 #include "kernels/59_decode_wide_cluster/splits.h"
 #include "kernels/60_decode_cluster_push/splits.h"
 #include "kernels/61_decode_cluster_fit/splits.h"
+#include "kernels/62_decode_split_waves/splits.h"
+#include "kernels/63_decode_split_cutoff/splits.h"
 
 namespace {
 
@@ -1173,6 +1175,89 @@ TEST(PagedSame, Rung62IsRung57BitForBitWhereItSplitsAlike) {
   if (compute_major() >= 9 && sm_count() >= 128) {
     EXPECT_GE(n.wide, 2) << "GQA, 1024 keys, Nq = 1, d = 128 and 192: 8 clusters of eight";
     EXPECT_GE(n.in_kernel, 8) << "more than eight splits: the long single sequence";
+  }
+}
+
+TEST(PagedSame, Rung63IsRung62BitForBitWhereItSplitsAlike) {
+  // Rung 63 changes the split count of one-wave grids at d = 128 between 60% and 80% of the SMs
+  // (one split) and nothing else: wherever its count is rung 62's it writes rung 62's bits with
+  // rung 62's workspace, through pages of 16-256 (shuffled and in order), the contiguous cache,
+  // every head dim, one query row and 16; where the count differs (GQA at B = 10, MHA at B = 3
+  // on 132 SMs, d = 128) it asks no workspace.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k62 = forward_rung(62);
+  const fl::KernelInfo* k63 = forward_rung(63);
+  if (k62 == nullptr || k63 == nullptr) GTEST_SKIP() << "rungs 62 and 63 are not both built";
+  namespace r62 = fl::k62_decode_split_waves;
+  namespace r63 = fl::k63_decode_split_cutoff;
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    CacheCase c;
+    c.t = t;
+    c.d = d;
+    c.hkv = hkv;
+    c.nq = nq;
+    c.causal = nq > 1;
+    c.capacity = capacity;
+    c.page = page;
+    c.shuffle = shuffle;
+    c.lengths = std::move(lengths);
+    c.seed = 630 + cases.size();
+    cases.push_back(c);
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {4100, 1, 8192, 2333, 7000, 0, 6144, 100};
+  for (int64_t page : {64, 256}) {
+    add(DType::f16, 128, 8, 1, 8192, page, true, ragged);     // two splits in clusters
+    add(DType::bf16, 128, 8, 1, 32768, page, true, {30001});  // 15 splits, the combine kernel
+  }
+  add(DType::f16, 128, 8, 1, 8192, 64, false, ragged);       // in order
+  add(DType::f16, 128, 8, 16, 8192, 256, true, ragged);      // 16 rows a position: 64 rows
+  add(DType::f16, 128, 8, 1, 8192, 16, true, ragged);        // runs of 16 keys
+  add(DType::f16, 128, 8, 1, 8192, 0, true, ragged);         // contiguous
+  add(DType::bf16, 192, 8, 1, 8192, 64, true, ragged);
+  add(DType::f16, 96, 8, 2, 8192, 128, true, ragged);
+  add(DType::bf16, 64, 8, 4, 8192, 64, true, ragged);
+  add(DType::f16, 128, 8, 1, 2048, 64, true, std::vector<int32_t>(16, 2048));  // one split
+  add(DType::f16, 128, 8, 1, 4096, 64, true, std::vector<int32_t>(9, 4096));   // 72 blocks
+  add(DType::f16, 128, 8, 1, 4096, 64, true, std::vector<int32_t>(10, 3000));  // 80 blocks
+  add(DType::bf16, 128, 32, 1, 4096, 0, true, {4096, 1, 2500});                // MHA, 96 blocks
+  add(DType::bf16, 192, 32, 16, 4096, 0, true, {4096, 4000, 333});
+  const int sms = sm_count();
+  int alike = 0, whole = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k62, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k63, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    // The two rules with this GPU's SMs (big tiles count one slot an SM; small tiles' counts are
+    // the same in both rules whatever the slots).
+    const int64_t tile_bytes = 2 * 64 * c.d * 2, tiles = (c.capacity + 63) / 64;
+    const int64_t blocks = c.batch() * c.hkv, rows = c.nq * (c.hq / c.hkv);
+    const int per_sm = r63::split_slots_per_sm(tile_bytes, 2);
+    const int s62 = r62::price_splits(r62::choose_splits(blocks, sms, per_sm, tiles), blocks, sms,
+                                      tiles, tile_bytes, rows);
+    const int s63 = r63::price_splits(
+        r63::choose_splits(blocks, sms, per_sm, tiles, r63::cut_pct(tile_bytes)), blocks, sms,
+        tiles, tile_bytes, rows);
+    if (s63 == s62) {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      ++alike;
+    } else {
+      EXPECT_EQ(s63, 1) << s62 << " splits in rung 62";
+      EXPECT_EQ(b.workspace_bytes, 0);
+      ++whole;
+    }
+  }
+  if (sms >= 121 && sms <= 133 && compute_major() >= 9) {
+    EXPECT_GE(alike, 13) << "every call but those of 80-131 blocks at d = 128";
+    EXPECT_EQ(whole, 2) << "GQA at B = 10, MHA at B = 3, d = 128";
   }
 }
 
