@@ -711,7 +711,7 @@ TEST(DecodeRules, Rung63CutsAOneWaveGridAtSixtyPercentAtD128) {
     EXPECT_EQ(s63, blocks >= 80 ? 1 : s62) << blocks << " blocks";
   }
   // The sweep's shapes (B = 1, 8, 64; 8 or 32 KV heads; 1024-131072 keys; Nq = 1 and 16; d =
-  // 128 on 132 SMs) take rung 62's counts: none has 80-131 blocks.
+  // 128 on 132 SMs) take rung 62's counts: none has 80-105 blocks, where the two rules differ.
   for (int64_t b : {1, 8, 64}) {
     for (int64_t hkv : {8, 32}) {
       for (int64_t nk : {1024, 4096, 8192, 32768, 131072}) {
@@ -1253,7 +1253,7 @@ TEST(DecodeSplits, Rung63RunsAWaveOfSixtyPercentOfTheSMsWhole) {
   // one query row, 4096 keys, d = 128 (fp16 and bf16). On a GPU of 121-133 SMs (an H100 SXM's
   // 132) one wave of these blocks is 60-80% of the SMs: one split (no workspace), where rung 62
   // splits; the count is its rule's with the device's SMs, and the call, verified with the
-  // workspace poisoned, is right. At d = 192 the same calls take rung 62's count.
+  // workspace poisoned, is right.
   FL_REQUIRE_GPU();
   const fl::KernelInfo *k63 = nullptr, *k62 = nullptr;
   for (const fl::KernelInfo* x : serving_rungs()) {

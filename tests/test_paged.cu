@@ -1256,7 +1256,7 @@ TEST(PagedSame, Rung63IsRung62BitForBitWhereItSplitsAlike) {
     }
   }
   if (sms >= 121 && sms <= 133 && compute_major() >= 9) {
-    EXPECT_GE(alike, 13) << "every call but those of 80-131 blocks at d = 128";
+    EXPECT_GE(alike, 13) << "every call but those of 80-105 blocks at d = 128";
     EXPECT_EQ(whole, 2) << "GQA at B = 10, MHA at B = 3, d = 128";
   }
 }
