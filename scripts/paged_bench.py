@@ -11,6 +11,11 @@ reversed every other round; each arm the median of its rounds):
     shuffled order, reached through a block table;
   * paged N in order (with --in-order): the same pages in order, so that the pool is the
     contiguous cache's memory and only the table's cost in the kernel differs;
+  * paged N within 2 MiB and paged N 2 MiB spans (with --spans): the pages shuffled only inside
+    each 2 MiB of the pool (each page a few pages from its place in order), and the pool's 2 MiB
+    spans shuffled whole, the pages in order inside each: both touch as many 2 MiB spans of
+    memory a tile as pages in order do (the size of the GPU's large memory pages), the first with
+    every page moved and the second with the spans' order as random as the shuffle's;
   * plain: flash_ladder.attention on the same cache without lengths (layout "bnhd"), the call
     the decode rungs took before the cache.
 
@@ -49,15 +54,40 @@ import compare_sdpa as cs  # noqa: E402  (Timer, json_safe, the package on the p
 import flash_ladder  # noqa: E402
 
 
-def paged_copy(k, v, page, gen, shuffle=True):
+SPAN = 2 << 20  # bytes: the GPU's large memory page, the span --spans keeps together
+
+
+def pool_order(pages, span, how, gen):
+    """Where each of `pages` pages goes in the pool: "shuffled" (any place), "in order",
+    "within" (shuffled inside each run of `span` pages) or "spans" (the runs of `span` pages
+    shuffled whole, in order inside)."""
+    if how == "shuffled":
+        return torch.randperm(pages, generator=gen)
+    order = torch.arange(pages)
+    if how == "in order" or span <= 1:
+        return order
+    runs = -(-pages // span)
+    if how == "within":
+        for r in range(runs):
+            lo, hi = r * span, min(pages, (r + 1) * span)
+            order[lo:hi] = lo + torch.randperm(hi - lo, generator=gen)
+        return order
+    assert how == "spans", how
+    whole = pages // span  # a last run shorter than a span stays last
+    order[:whole * span] = (torch.randperm(whole, generator=gen)[:, None] * span
+                            + torch.arange(span)[None, :]).reshape(-1)
+    return order
+
+
+def paged_copy(k, v, page, gen, how="shuffled"):
     """k and v [B, Nk, H, d] as pools [B * P, page, H, d], P = ceil(Nk / page) pages a sequence
-    (a last page that Nk does not fill is padded with zeros, past the sequence's length), in a
-    shuffled order (else in order: the pool is then the cache's own layout), and the int32 block
-    table [B, P] that finds each sequence's pages in both."""
+    (a last page that Nk does not fill is padded with zeros, past the sequence's length), the
+    pages placed as pool_order's `how` says (in order, the pool is the cache's own layout), and
+    the int32 block table [B, P] that finds each sequence's pages in both."""
     b, nk, h, d = k.shape
     per = -(-nk // page)
-    order = (torch.randperm(b * per, generator=gen, device="cpu") if shuffle
-             else torch.arange(b * per)).to(k.device)
+    span = max(1, SPAN // (page * h * d * k.element_size()))  # pages a 2 MiB span holds
+    order = pool_order(b * per, span, how, gen).to(k.device)
     pools = []
     for t in (k, v):
         padded = torch.zeros(b, per * page, h, d, dtype=t.dtype, device=t.device)
@@ -87,6 +117,10 @@ def main():
                     help="also time each page size with its pages in order (paged N in order): "
                          "the same memory as the contiguous cache, so that the table's cost "
                          "shows apart from where the pages lie")
+    ap.add_argument("--spans", action="store_true",
+                    help="also time each page size with its pages shuffled within each 2 MiB of "
+                         "the pool (paged N within 2 MiB) and with the pool's 2 MiB spans "
+                         "shuffled whole (paged N 2 MiB spans)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--ragged", action="store_true",
@@ -130,8 +164,14 @@ def main():
         pools = [(f"{page}", *paged_copy(k, v, page, gen))
                  for page in (int(x) for x in args.pages.split(","))]
         if args.in_order:
-            pools += [(f"{page} in order", *paged_copy(k, v, page, gen, shuffle=False))
+            pools += [(f"{page} in order", *paged_copy(k, v, page, gen, "in order"))
                       for page in (int(x) for x in args.pages.split(","))]
+        if args.spans:
+            print(f"B={b} Nk={nk}: the pools start {pools[0][1].data_ptr() % SPAN} bytes past a "
+                  "2 MiB boundary")
+            pools += [(f"{page} {name}", *paged_copy(k, v, page, gen, how))
+                      for page in (int(x) for x in args.pages.split(","))
+                      for how, name in (("within", "within 2 MiB"), ("spans", "2 MiB spans"))]
         arms = {}
         for kern in kernels:
             tag = "" if len(kernels) == 1 else f" {kern}"
