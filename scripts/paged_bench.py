@@ -14,8 +14,9 @@ reversed every other round; each arm the median of its rounds):
   * paged N within 2 MiB and paged N 2 MiB spans (with --spans): the pages shuffled only inside
     each 2 MiB of the pool (each page a few pages from its place in order), and the pool's 2 MiB
     spans shuffled whole, the pages in order inside each: both touch as many 2 MiB spans of
-    memory a tile as pages in order do (the size of the GPU's large memory pages), the first with
-    every page moved and the second with the spans' order as random as the shuffle's;
+    memory a tile as pages in order do (2 MiB: the large-page size assumed for device memory),
+    the first with every page moved and the second with the spans' order as random as the
+    shuffle's;
   * plain: flash_ladder.attention on the same cache without lengths (layout "bnhd"), the call
     the decode rungs took before the cache.
 
@@ -54,7 +55,7 @@ import compare_sdpa as cs  # noqa: E402  (Timer, json_safe, the package on the p
 import flash_ladder  # noqa: E402
 
 
-SPAN = 2 << 20  # bytes: the GPU's large memory page, the span --spans keeps together
+SPAN = 2 << 20  # bytes: the span --spans keeps together (the large-page size assumed)
 
 
 def pool_order(pages, span, how, gen):
@@ -64,7 +65,7 @@ def pool_order(pages, span, how, gen):
     if how == "shuffled":
         return torch.randperm(pages, generator=gen)
     order = torch.arange(pages)
-    if how == "in order" or span <= 1:
+    if how == "in order":
         return order
     runs = -(-pages // span)
     if how == "within":
