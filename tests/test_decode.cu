@@ -66,6 +66,7 @@
 #include "kernels/61_decode_cluster_fit/splits.h"
 #include "kernels/62_decode_split_waves/splits.h"
 #include "kernels/63_decode_split_cutoff/splits.h"
+#include "kernels/64_decode_price_d96/splits.h"
 
 namespace {
 
@@ -85,6 +86,7 @@ namespace split60 = fl::k60_decode_cluster_push;     // rung 60: rung 59's split
 namespace split61 = fl::k61_decode_cluster_fit;      // rung 61: a cluster where the clusters fit
 namespace split62 = fl::k62_decode_split_waves;      // rung 62: the waves the rule counts
 namespace split63 = fl::k63_decode_split_cutoff;     // rung 63: the cut-off for big tiles
+namespace split64 = fl::k64_decode_price_d96;        // rung 64: the price at d = 96
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -728,6 +730,60 @@ TEST(DecodeRules, Rung63CutsAOneWaveGridAtSixtyPercentAtD128) {
   }
 }
 
+TEST(DecodeRules, Rung64PricesASplitAtD96) {
+  // Rung 64's rule is rung 63's but for rung 50's price, which now holds for tiles of 24 KiB
+  // (d = 96) as for big ones: at every other head dim the two counts are equal, and at d = 96
+  // they differ only where the price cuts a call of one warp's rows back (a count below rung
+  // 63's). The waves' count is the same function, and d = 96 keeps its slots.
+  const int64_t t64 = 2 * 64 * 64 * 2, t96 = 2 * 64 * 96 * 2, t128 = 2 * 64 * 128 * 2,
+                t192 = 2 * 64 * 192 * 2;
+  EXPECT_EQ(split64::split_slots_per_sm(t96, 2), 2);
+  EXPECT_EQ(split64::split_slots_per_sm(t128, 2), 1);
+  EXPECT_EQ(split64::ring_stages(t96), 4);
+  for (int sms : {7, 132}) {
+    for (int64_t blocks : {1, 2, 3, 8, 16, 32, 64, 96, 128, 256, 512}) {
+      for (int64_t tiles : {1, 4, 5, 16, 32, 64, 128, 512, 2048}) {
+        for (int64_t rows : {1, 4, 8, 16, 17, 64}) {
+          for (int64_t tb : {t64, t96, t128, t192}) {
+            const int per_sm = split64::split_slots_per_sm(tb, 2);
+            const int w = split64::choose_splits(blocks, sms, per_sm, tiles, split64::cut_pct(tb));
+            ASSERT_EQ(w, split63::choose_splits(blocks, sms, per_sm, tiles, split63::cut_pct(tb)));
+            const int s64 = split64::price_splits(w, blocks, sms, tiles, tb, rows);
+            const int s63 = split63::price_splits(w, blocks, sms, tiles, tb, rows);
+            if (tb != t96) {
+              ASSERT_EQ(s64, s63) << blocks << " blocks, " << tiles << " tiles, d = " << tb / 256;
+            } else {
+              ASSERT_EQ(s63, w) << "rung 63 does not price d = 96";
+              ASSERT_LE(s64, w);
+              if (rows > 16) ASSERT_EQ(s64, w) << "64 rows a block are not priced";
+              if (s64 < w) {
+                ASSERT_EQ(s64, std::max<int64_t>(1, sms / 2 / blocks)) << "half the SMs";
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // On 132 SMs at d = 96 (two blocks an SM), one query row: GQA 32/8 at B = 1 with 1024 and 4096
+  // keys takes 8 splits where rung 63 took 14 and 29, and keeps 29 at 8192 (a block of 8 splits
+  // would read 384 KiB); MHA at B = 1 with 1024 keys 2 (rung 63: 7); GQA at B = 8 with 1024 keys
+  // one (rung 63: 4); GQA with 16 query rows (64 rows a block) rung 63's 14.
+  struct Call {
+    int64_t blocks, nk, rows;
+    int r63, r64;
+  };
+  for (const Call& c : {Call{8, 1024, 4, 14, 8}, Call{8, 4096, 4, 29, 8}, Call{8, 8192, 4, 29, 29},
+                        Call{32, 1024, 1, 7, 2}, Call{64, 1024, 4, 4, 1}, Call{8, 1024, 64, 14, 14}}) {
+    const int64_t tiles = c.nk / 64;
+    const int w = split64::choose_splits(c.blocks, 132, 2, tiles, split64::cut_pct(t96));
+    EXPECT_EQ(split63::price_splits(w, c.blocks, 132, tiles, t96, c.rows), c.r63)
+        << c.blocks << " blocks, " << c.nk << " keys";
+    EXPECT_EQ(split64::price_splits(w, c.blocks, 132, tiles, t96, c.rows), c.r64)
+        << c.blocks << " blocks, " << c.nk << " keys";
+  }
+}
+
 TEST(DecodeRules, SplitWorkspaceSize) {
   // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
   // nothing for one split.
@@ -1288,6 +1344,60 @@ TEST(DecodeSplits, Rung63RunsAWaveOfSixtyPercentOfTheSMsWhole) {
     }
   }
   if (sms >= 121 && sms <= 133) EXPECT_EQ(whole, 4) << "every call one split";
+}
+
+TEST(DecodeSplits, Rung64PricesShortCallsAtD96) {
+  // Rung 64 on the device, d = 96, one query row (fp16 and bf16): GQA 32/8 at B = 1 with 1024
+  // and 4096 keys, MHA 32/32 at B = 1 with 1024 and GQA at B = 8 with 1024 are priced. On a GPU
+  // of 128-133 SMs (an H100 SXM's 132) they take 8, 8, 2 and 1 splits (half the SMs' worth),
+  // merged in a cluster where the clusters fit, else by the combine kernel; GQA at B = 1 with
+  // 8192 keys is not priced, and asks rung 63's workspace. Each call, verified with the
+  // workspace poisoned, is right.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo *k64 = nullptr, *k63 = nullptr;
+  for (const fl::KernelInfo* x : serving_rungs()) {
+    if (x->number == 64) k64 = x;
+    if (x->number == 63) k63 = x;
+  }
+  if (k64 == nullptr) GTEST_SKIP() << "rung 64 is not in this build";
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  struct Shape {
+    int64_t b, hkv, nk;
+    int want;  // on 128-133 SMs; 0: not priced
+  };
+  const Shape shapes[] = {{1, 8, 1024, 8}, {1, 8, 4096, 8}, {1, 32, 1024, 2}, {8, 8, 1024, 1},
+                          {1, 8, 8192, 0}};
+  int priced = 0;
+  for (const fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (const Shape& sh : shapes) {
+      const int64_t d = 96;
+      const fl::ProblemSpec s = decode_spec(t, sh.b, 32, sh.hkv, 1, sh.nk, d, false,
+                                            fl::Layout::BNHD);
+      fl::Problem problem(s);
+      const std::string why = fl::why_unsupported(*k64, problem.params_for(*k64));
+      if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+      ASSERT_EQ(why, "") << s.describe();
+      const int64_t bytes = fl::workspace_bytes(*k64, problem.params());
+      if (sms >= 128 && sms <= 133) {
+        if (sh.want > 0) {
+          const bool cluster = in_cluster(*k64, sh.want, sh.b * sh.hkv);
+          EXPECT_EQ(bytes, sh.want == 1 || cluster ? 0
+                                                   : split64::split_workspace_bytes(
+                                                         sh.want, sh.b, 32, 1, d))
+              << s.describe();
+          ++priced;
+        } else if (k63 != nullptr) {
+          EXPECT_EQ(bytes, fl::workspace_bytes(*k63, problem.params())) << s.describe();
+        }
+      }
+      const fl::Reference ref(problem, cublas);
+      const fl::Verdict v = verify_poisoned(*k64, problem, ref);
+      EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err "
+                            << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+    }
+  }
+  if (sms >= 128 && sms <= 133) EXPECT_EQ(priced, 8) << "four priced calls, two dtypes";
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -61,6 +61,7 @@
 #include "kernels/61_decode_cluster_fit/splits.h"
 #include "kernels/62_decode_split_waves/splits.h"
 #include "kernels/63_decode_split_cutoff/splits.h"
+#include "kernels/64_decode_price_d96/splits.h"
 
 namespace {
 
@@ -1258,6 +1259,86 @@ TEST(PagedSame, Rung63IsRung62BitForBitWhereItSplitsAlike) {
   if (sms >= 121 && sms <= 133 && compute_major() >= 9) {
     EXPECT_GE(alike, 13) << "every call but those of 80-105 blocks at d = 128";
     EXPECT_EQ(whole, 2) << "GQA at B = 10, MHA at B = 3, d = 128";
+  }
+}
+
+TEST(PagedSame, Rung64IsRung63BitForBitWhereItSplitsAlike) {
+  // Rung 64 prices the splits of short calls at d = 96 (rung 50's price, which rung 63 held for
+  // d >= 128) and changes nothing else: wherever its count is rung 63's it writes rung 63's bits
+  // with rung 63's workspace, through pages of 16-256 (shuffled and in order), the contiguous
+  // cache, every head dim, one query row and more; where the count differs (d = 96, a block's
+  // rows in one warp, a short call) it is lower, and asks no more workspace.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k63 = forward_rung(63);
+  const fl::KernelInfo* k64 = forward_rung(64);
+  if (k63 == nullptr || k64 == nullptr) GTEST_SKIP() << "rungs 63 and 64 are not both built";
+  namespace r63 = fl::k63_decode_split_cutoff;
+  namespace r64 = fl::k64_decode_price_d96;
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    CacheCase c;
+    c.t = t;
+    c.d = d;
+    c.hkv = hkv;
+    c.nq = nq;
+    c.causal = nq > 1;
+    c.capacity = capacity;
+    c.page = page;
+    c.shuffle = shuffle;
+    c.lengths = std::move(lengths);
+    c.seed = 640 + cases.size();
+    cases.push_back(c);
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {1000, 1, 1024, 333, 700, 0, 512, 100};
+  add(DType::f16, 96, 8, 1, 1024, 64, true, {1000});              // GQA, B = 1: 8 splits, 14
+  add(DType::bf16, 96, 8, 1, 4096, 0, true, {4000});              // 8 splits, 29
+  add(DType::f16, 96, 8, 4, 1024, 16, true, {1024});              // 16 rows: 8 splits, 14
+  add(DType::f16, 96, 32, 1, 1024, 256, false, {777});            // MHA, B = 1: 2, 7
+  add(DType::bf16, 96, 8, 1, 1024, 64, true, ragged);             // GQA, B = 8: 1, 4
+  add(DType::f16, 96, 8, 16, 1024, 64, true, {1024});             // 64 rows: not priced
+  add(DType::f16, 96, 8, 1, 8192, 128, true, {8000});             // long: not priced
+  add(DType::bf16, 96, 8, 2, 8192, 64, true, ragged);             // long: not priced
+  add(DType::f16, 128, 8, 1, 1024, 64, true, {1000});             // d = 128: rung 63's count
+  add(DType::f16, 128, 8, 1, 8192, 0, true, ragged);
+  add(DType::bf16, 192, 8, 1, 4096, 64, true, ragged);
+  add(DType::bf16, 64, 8, 1, 1024, 64, true, {1000});
+  add(DType::f16, 64, 32, 4, 8192, 16, true, ragged);
+  const int sms = sm_count();
+  int alike = 0, priced = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k63, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k64, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    // The two rules with this GPU's SMs: at d = 96 a split grid counts two blocks an SM (a block
+    // of 108 KiB), at d >= 128 one; d = 64's slots do not matter, both rules being the same there.
+    const int64_t tile_bytes = 2 * 64 * c.d * 2, tiles = (c.capacity + 63) / 64;
+    const int64_t blocks = c.batch() * c.hkv, rows = c.nq * (c.hq / c.hkv);
+    const int per_sm = r64::split_slots_per_sm(tile_bytes, 2);
+    const int waves =
+        r63::choose_splits(blocks, sms, per_sm, tiles, r63::cut_pct(tile_bytes));
+    const int s63 = r63::price_splits(waves, blocks, sms, tiles, tile_bytes, rows);
+    const int s64 = r64::price_splits(waves, blocks, sms, tiles, tile_bytes, rows);
+    if (s64 == s63) {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      ++alike;
+    } else {
+      EXPECT_EQ(c.d, 96);
+      EXPECT_LT(s64, s63);
+      EXPECT_LE(b.workspace_bytes, a.workspace_bytes);
+      ++priced;
+    }
+  }
+  if (sms >= 128 && sms <= 133 && compute_major() >= 9) {
+    EXPECT_EQ(priced, 5) << "the five short calls at d = 96 with a block's rows in one warp";
+    EXPECT_EQ(alike, 8);
   }
 }
 
