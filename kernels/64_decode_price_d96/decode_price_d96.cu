@@ -8,8 +8,9 @@
 // changes:   rung 50's price holds for tiles of 24 KiB and more (d = 96): such a short call
 //            takes 8 splits merged in a cluster, or 2, or 1. Host code only: rung 63's kernels,
 //            its outputs bit for bit wherever the count is the same (every call at d != 96)
-// expect:    short calls at d = 96 with a block's rows in one warp (on 132 SMs: B = 1 with up
-//            to 4096 keys, B = 2-16 with up to 2048) faster than rung 63; rung 63 elsewhere
+// expect:    short calls at d = 96 with a block's rows in one warp (on 132 SMs: up to 2048 keys
+//            where rung 63 splits, and GQA at B = 1 with 4096) faster than rung 63; rung 63
+//            elsewhere
 // supports:  rung 58's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
 //            block table (page_size a multiple of 16), both or neither
