@@ -110,9 +110,9 @@ constexpr int split_launch_smem(int64_t tile_bytes, int64_t chunk_tiles, int sme
 // slower at 8 splits where measured) keep the count above.
 //
 // Rung 64: the price from d = 96 on. Rungs 50-63 priced big tiles alone (d >= 128), and at d = 96
-// a short call took the waves' count of two blocks an SM: on an H100, GQA 32/8 at B = 1 with 1024
-// and 4096 keys cut into 14 and 29 splits of one to three tiles and merged by the combine kernel,
-// 0.874x cuDNN. Priced, they take 8 splits merged in a cluster (timed with these counts in a
+// a short call took the waves' count of two blocks an SM: on 132 SMs the rule cuts GQA 32/8 at
+// B = 1 with 1024 and 4096 keys into 14 and 29 splits of one to three tiles, merged by the
+// combine kernel (0.874x cuDNN on an H100). Priced, they take 8 splits merged in a cluster (timed with these counts in a
 // trial build: 1.19x and 1.25x rung 63). The count the price cuts back is still d = 96's own.
 constexpr int64_t kPriceTileBytes = 24 * 1024;
 constexpr int64_t kShortChunkBytes = 256 * 1024;
