@@ -748,7 +748,7 @@ TEST(DecodeRules, Rung64PricesASplitAtD96) {
             const int per_sm = split64::split_slots_per_sm(tb, 2);
             const int w = split64::choose_splits(blocks, sms, per_sm, tiles, split64::cut_pct(tb));
             ASSERT_EQ(w, split63::choose_splits(blocks, sms, per_sm, tiles, split63::cut_pct(tb)));
-            const int s64 = split64::price_splits(w, blocks, sms, tiles, tb, rows);
+            const int s64 = split64::price_splits(w, blocks, sms, tiles, tb, rows, 2);
             const int s63 = split63::price_splits(w, blocks, sms, tiles, tb, rows);
             if (tb != t96) {
               ASSERT_EQ(s64, s63) << blocks << " blocks, " << tiles << " tiles, d = " << tb / 256;
@@ -759,6 +759,10 @@ TEST(DecodeRules, Rung64PricesASplitAtD96) {
               if (s64 < w) {
                 ASSERT_EQ(s64, std::max<int64_t>(1, sms / 2 / blocks)) << "half the SMs";
               }
+              if (s64 == 1 && w > 1 && blocks > 2 * sms) {  // one split past a wave
+                ASSERT_GE(blocks, 4 * sms) << "two waves of two blocks an SM at least";
+                ASSERT_LE(blocks % (2 * sms), 2 * sms / 6) << "a last wave of a sixth of the slots";
+              }
             }
           }
         }
@@ -768,18 +772,22 @@ TEST(DecodeRules, Rung64PricesASplitAtD96) {
   // On 132 SMs at d = 96 (two blocks an SM), one query row: GQA 32/8 at B = 1 with 1024 and 4096
   // keys takes 8 splits where rung 63 took 14 and 29, and keeps 29 at 8192 (a block of 8 splits
   // would read 384 KiB); MHA at B = 1 with 1024 keys 2 (rung 63: 7); GQA at B = 8 with 1024 keys
-  // one (rung 63: 4); GQA with 16 query rows (64 rows a block) rung 63's 14.
+  // one (rung 63: 4); GQA with 16 query rows (64 rows a block) rung 63's 14. Past one wave of
+  // 264 slots, GQA with 1024 keys: at B = 40 (320 blocks, 1.2 waves) rung 63's 3, at B = 67 (536
+  // blocks, a last wave of 8) one, at B = 76 (608, a last wave of 80) rung 63's 2.
   struct Call {
     int64_t blocks, nk, rows;
     int r63, r64;
   };
   for (const Call& c : {Call{8, 1024, 4, 14, 8}, Call{8, 4096, 4, 29, 8}, Call{8, 8192, 4, 29, 29},
-                        Call{32, 1024, 1, 7, 2}, Call{64, 1024, 4, 4, 1}, Call{8, 1024, 64, 14, 14}}) {
+                        Call{32, 1024, 1, 7, 2}, Call{64, 1024, 4, 4, 1}, Call{8, 1024, 64, 14, 14},
+                        Call{320, 1024, 4, 3, 3}, Call{536, 1024, 4, 3, 1},
+                        Call{608, 1024, 4, 2, 2}}) {
     const int64_t tiles = c.nk / 64;
     const int w = split64::choose_splits(c.blocks, 132, 2, tiles, split64::cut_pct(t96));
     EXPECT_EQ(split63::price_splits(w, c.blocks, 132, tiles, t96, c.rows), c.r63)
         << c.blocks << " blocks, " << c.nk << " keys";
-    EXPECT_EQ(split64::price_splits(w, c.blocks, 132, tiles, t96, c.rows), c.r64)
+    EXPECT_EQ(split64::price_splits(w, c.blocks, 132, tiles, t96, c.rows, 2), c.r64)
         << c.blocks << " blocks, " << c.nk << " keys";
   }
 }
@@ -1348,11 +1356,11 @@ TEST(DecodeSplits, Rung63RunsAWaveOfSixtyPercentOfTheSMsWhole) {
 
 TEST(DecodeSplits, Rung64PricesShortCallsAtD96) {
   // Rung 64 on the device, d = 96, one query row (fp16 and bf16): GQA 32/8 at B = 1 with 1024
-  // and 4096 keys, MHA 32/32 at B = 1 with 1024 and GQA at B = 8 with 1024 are priced. On a GPU
-  // of 128-133 SMs (an H100 SXM's 132) they take 8, 8, 2 and 1 splits (half the SMs' worth),
-  // merged in a cluster where the clusters fit, else by the combine kernel; GQA at B = 1 with
-  // 8192 keys is not priced, and asks rung 63's workspace. Each call, verified with the
-  // workspace poisoned, is right.
+  // and 4096 keys, MHA 32/32 at B = 1 with 1024, GQA at B = 8 and B = 67 with 1024 are priced. On
+  // a GPU of 128-133 SMs (an H100 SXM's 132) they take 8, 8, 2, 1 and 1 splits (half the SMs'
+  // worth), merged in a cluster where the clusters fit, else by the combine kernel; GQA at B = 1
+  // with 8192 keys and at B = 40 with 1024 (1.2 waves unsplit) are not priced, and ask rung 63's
+  // workspace. Each call, verified with the workspace poisoned, is right.
   FL_REQUIRE_GPU();
   const fl::KernelInfo *k64 = nullptr, *k63 = nullptr;
   for (const fl::KernelInfo* x : serving_rungs()) {
@@ -1367,7 +1375,7 @@ TEST(DecodeSplits, Rung64PricesShortCallsAtD96) {
     int want;  // on 128-133 SMs; 0: not priced
   };
   const Shape shapes[] = {{1, 8, 1024, 8}, {1, 8, 4096, 8}, {1, 32, 1024, 2}, {8, 8, 1024, 1},
-                          {1, 8, 8192, 0}};
+                          {67, 8, 1024, 1}, {1, 8, 8192, 0}, {40, 8, 1024, 0}};
   int priced = 0;
   for (const fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
     for (const Shape& sh : shapes) {
@@ -1397,7 +1405,7 @@ TEST(DecodeSplits, Rung64PricesShortCallsAtD96) {
                             << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
     }
   }
-  if (sms >= 128 && sms <= 133) EXPECT_EQ(priced, 8) << "four priced calls, two dtypes";
+  if (sms >= 128 && sms <= 133) EXPECT_EQ(priced, 10) << "five priced calls, two dtypes";
 }
 
 // ---------------------------------------------------------------------------------------------

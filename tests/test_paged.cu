@@ -1324,7 +1324,7 @@ TEST(PagedSame, Rung64IsRung63BitForBitWhereItSplitsAlike) {
     const int waves =
         r63::choose_splits(blocks, sms, per_sm, tiles, r63::cut_pct(tile_bytes));
     const int s63 = r63::price_splits(waves, blocks, sms, tiles, tile_bytes, rows);
-    const int s64 = r64::price_splits(waves, blocks, sms, tiles, tile_bytes, rows);
+    const int s64 = r64::price_splits(waves, blocks, sms, tiles, tile_bytes, rows, 2);
     if (s64 == s63) {
       EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
       EXPECT_EQ(bitwise_differences(a, b), 0);

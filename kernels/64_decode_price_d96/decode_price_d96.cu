@@ -986,7 +986,7 @@ int splits_for(const AttnParams& p) {
   const int waves = choose_splits(blocks, f.sms, split_slots_per_sm(kTileBytes, f.blocks_per_sm),
                                   tiles, cut_pct(kTileBytes));
   return price_splits(waves, blocks, f.sms, tiles, kTileBytes,
-                      p.seqlen_q * (p.heads_q / p.heads_kv));
+                      p.seqlen_q * (p.heads_q / p.heads_kv), f.blocks_per_sm);
 }
 
 // Whether this call's splits merge in a cluster on the current device (splits.h). Rung 61: only

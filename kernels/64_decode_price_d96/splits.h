@@ -112,18 +112,30 @@ constexpr int split_launch_smem(int64_t tile_bytes, int64_t chunk_tiles, int sme
 // Rung 64: the price from d = 96 on. Rungs 50-63 priced big tiles alone (d >= 128), and at d = 96
 // a short call took the waves' count of two blocks an SM: on 132 SMs the rule cuts GQA 32/8 at
 // B = 1 with 1024 and 4096 keys into 14 and 29 splits of one to three tiles, merged by the
-// combine kernel (0.874x cuDNN on an H100). Priced, they take 8 splits merged in a cluster (timed with these counts in a
-// trial build: 1.19x and 1.25x rung 63). The count the price cuts back is still d = 96's own.
+// combine kernel (0.874x cuDNN on an H100). Priced, they take 8 splits merged in a cluster
+// (1.19x and 1.21x rung 63 on an H100). The count the price cuts back is still d = 96's own.
+// One thing differs from big tiles. Priced to one split, a grid of d = 96 runs at the kernel's
+// own two blocks an SM (`per_sm`), and one of more blocks than those slots has a last wave;
+// there the waves' count was the better bet on an H100 but where the grid is two waves or more
+// and its last holds at most a sixth of the slots (GQA 32/8 at B = 67-136: 1.03-1.07x rung 63).
+// At 1.03-1.33 waves (B = 34-44) one split read 0.92-0.98x rung 63's split grid, and at 2.3
+// waves (B = 76, a last wave of 80 blocks on 264 slots) 0.95-0.97x.
 constexpr int64_t kPriceTileBytes = 24 * 1024;
 constexpr int64_t kShortChunkBytes = 256 * 1024;
 constexpr int64_t kLoneChunkBytes = 1024 * 1024;
+constexpr int64_t kLastWaveShare = 6;  // a last wave of at most slots / 6 blocks
 inline int price_splits(int waves, int64_t blocks, int sms, int64_t key_tiles,
-                        int64_t tile_bytes, int64_t rows) {
+                        int64_t tile_bytes, int64_t rows, int per_sm) {
   if (tile_bytes < kPriceTileBytes || rows > 16 || blocks < 1 || sms < 1 || key_tiles < 1) {
     return waves;
   }
   const int64_t half = std::max<int64_t>(1, sms / 2 / blocks);
   if (half >= waves) return waves;
+  const int64_t slots = int64_t{sms} * per_sm;
+  if (half == 1 && tile_bytes < kBigTileBytes && blocks > slots &&
+      (blocks < 2 * slots || blocks % slots > slots / kLastWaveShare)) {
+    return waves;
+  }
   const int64_t chunk = (key_tiles + half - 1) / half * tile_bytes;  // a block's K and V bytes
   return chunk <= (half == 1 ? kLoneChunkBytes : kShortChunkBytes) ? static_cast<int>(half)
                                                                     : waves;
