@@ -215,6 +215,23 @@ struct CacheCase {
   }
 };
 
+// A cache call of the PagedSame comparisons: GQA 32/hkv, causal where Nq > 1.
+CacheCase cache_case(fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity,
+                     int64_t page, bool shuffle, std::vector<int32_t> lengths, uint64_t seed) {
+  CacheCase c;
+  c.t = t;
+  c.d = d;
+  c.hkv = hkv;
+  c.nq = nq;
+  c.causal = nq > 1;
+  c.capacity = capacity;
+  c.page = page;
+  c.shuffle = shuffle;
+  c.lengths = std::move(lengths);
+  c.seed = seed;
+  return c;
+}
+
 // The host data of a case: Q [B, H_q, Nq, d], and each sequence's keys and values
 // [H_kv, n_b, d], all rounded to the dtype (fl::test::Rng: the same on every machine).
 struct HostData {
@@ -1194,18 +1211,8 @@ TEST(PagedSame, Rung63IsRung62BitForBitWhereItSplitsAlike) {
   std::vector<CacheCase> cases;
   auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
                  bool shuffle, std::vector<int32_t> lengths) {
-    CacheCase c;
-    c.t = t;
-    c.d = d;
-    c.hkv = hkv;
-    c.nq = nq;
-    c.causal = nq > 1;
-    c.capacity = capacity;
-    c.page = page;
-    c.shuffle = shuffle;
-    c.lengths = std::move(lengths);
-    c.seed = 630 + cases.size();
-    cases.push_back(c);
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               630 + cases.size()));
   };
   using fl::DType;
   const std::vector<int32_t> ragged = {4100, 1, 8192, 2333, 7000, 0, 6144, 100};
@@ -1277,18 +1284,8 @@ TEST(PagedSame, Rung64IsRung63BitForBitWhereItSplitsAlike) {
   std::vector<CacheCase> cases;
   auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
                  bool shuffle, std::vector<int32_t> lengths) {
-    CacheCase c;
-    c.t = t;
-    c.d = d;
-    c.hkv = hkv;
-    c.nq = nq;
-    c.causal = nq > 1;
-    c.capacity = capacity;
-    c.page = page;
-    c.shuffle = shuffle;
-    c.lengths = std::move(lengths);
-    c.seed = 640 + cases.size();
-    cases.push_back(c);
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               640 + cases.size()));
   };
   using fl::DType;
   const std::vector<int32_t> ragged = {1000, 1, 1024, 333, 700, 0, 512, 100};
