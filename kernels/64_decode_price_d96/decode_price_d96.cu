@@ -6,8 +6,10 @@
 //            count: GQA at B = 1 cut 1024 and 4096 keys into 14 and 29 splits of one to three
 //            tiles, merged by the combine kernel, 0.874x cuDNN on an H100
 // changes:   rung 50's price holds for tiles of 24 KiB and more (d = 96): such a short call
-//            takes 8 splits merged in a cluster, or 2, or 1. Host code only: rung 63's kernels,
-//            its outputs bit for bit wherever the count is the same (every call at d != 96)
+//            takes 8 splits merged in a cluster, or 2, or 1; one split for a grid past a wave
+//            (two blocks an SM) only behind two full waves with a last of a sixth of the slots
+//            at most. Host code only: rung 63's kernels, its outputs bit for bit wherever the
+//            count is the same (every call at d != 96)
 // expect:    short calls at d = 96 with a block's rows in one warp (on 132 SMs: up to 2048 keys
 //            where rung 63 splits, and GQA at B = 1 with 4096) faster than rung 63; rung 63
 //            elsewhere
