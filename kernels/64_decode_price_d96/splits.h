@@ -113,7 +113,7 @@ constexpr int split_launch_smem(int64_t tile_bytes, int64_t chunk_tiles, int sme
 // a short call took the waves' count of two blocks an SM: on 132 SMs the rule cuts GQA 32/8 at
 // B = 1 with 1024 and 4096 keys into 14 and 29 splits of one to three tiles, merged by the
 // combine kernel (0.874x cuDNN on an H100). Priced, they take 8 splits merged in a cluster
-// (1.19x and 1.21x rung 63 on an H100). The count the price cuts back is still d = 96's own.
+// (1.19x and 1.22x rung 63 on an H100). The count the price cuts back is still d = 96's own.
 // One thing is new at d = 96. Priced to one split, a grid of d = 96 runs at the kernel's
 // own two blocks an SM (`per_sm`), and one of more blocks than those slots has a last wave;
 // there the waves' count was the better bet on an H100 but where the grid is two waves or more
