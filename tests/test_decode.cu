@@ -67,6 +67,7 @@
 #include "kernels/62_decode_split_waves/splits.h"
 #include "kernels/63_decode_split_cutoff/splits.h"
 #include "kernels/64_decode_price_d96/splits.h"
+#include "kernels/65_decode_tiles_d64/splits.h"
 
 namespace {
 
@@ -87,6 +88,7 @@ namespace split61 = fl::k61_decode_cluster_fit;      // rung 61: a cluster where
 namespace split62 = fl::k62_decode_split_waves;      // rung 62: the waves the rule counts
 namespace split63 = fl::k63_decode_split_cutoff;     // rung 63: the cut-off for big tiles
 namespace split64 = fl::k64_decode_price_d96;        // rung 64: the price at d = 96
+namespace split65 = fl::k65_decode_tiles_d64;        // rung 65: tiles of 128 keys at d = 64
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -792,6 +794,62 @@ TEST(DecodeRules, Rung64PricesASplitAtD96) {
   }
 }
 
+TEST(DecodeRules, Rung65TilesOf128KeysAtD64) {
+  // Rung 65's tiles hold 128 keys at d = 64 and 64 at the other head dims. A d = 64 tile is then
+  // 32 KiB of K and V, d = 128's, and every rule that reads a tile's bytes takes it as d = 128's:
+  // three stages, one slot an SM, the 60% cut-off, the price, the launch alone for long chunks.
+  // The rules are rung 64's: given the same tile bytes, the same counts.
+  EXPECT_EQ(split65::tile_keys(64), 128);
+  for (int64_t d : {96, 128, 192}) EXPECT_EQ(split65::tile_keys(d), 64) << d;
+  auto tile_bytes = [](int64_t d) { return 2 * split65::tile_keys(d) * d * 2; };
+  EXPECT_EQ(tile_bytes(64), tile_bytes(128));
+  EXPECT_EQ(split65::ring_stages(tile_bytes(64)), 3);
+  EXPECT_EQ(split65::split_slots_per_sm(tile_bytes(64), 2), 1);
+  EXPECT_EQ(split65::cut_pct(tile_bytes(64)), 60);
+  EXPECT_EQ(split65::split_launch_smem(tile_bytes(64), 32, 104 * 1024, 120 * 1024), 120 * 1024);
+  for (int sms : {7, 132}) {
+    for (int64_t blocks : {1, 2, 8, 32, 64, 96, 128, 256, 512}) {
+      for (int64_t tiles : {1, 4, 5, 8, 16, 32, 256, 1024}) {
+        for (int64_t rows : {1, 4, 16, 17, 64}) {
+          for (int64_t d : {64, 96, 128, 192}) {
+            const int64_t tb = tile_bytes(d);
+            const int per_sm = d == 192 ? 1 : 2;  // the kernel's blocks an SM on an H100
+            const int w65 = split65::choose_splits(
+                blocks, sms, split65::split_slots_per_sm(tb, per_sm), tiles, split65::cut_pct(tb));
+            const int w64 = split64::choose_splits(
+                blocks, sms, split64::split_slots_per_sm(tb, per_sm), tiles, split64::cut_pct(tb));
+            ASSERT_EQ(w65, w64) << blocks << " blocks, " << tiles << " tiles, d = " << d;
+            ASSERT_EQ(split65::price_splits(w65, blocks, sms, tiles, tb, rows, per_sm),
+                      split64::price_splits(w64, blocks, sms, tiles, tb, rows, per_sm))
+                << blocks << " blocks, " << tiles << " tiles, d = " << d;
+          }
+        }
+      }
+    }
+  }
+  // On 132 SMs, d = 64, one query row, worked out from the rules: rung 64 counts 64-key tiles of
+  // 16 KiB, three blocks an SM and the 80% cut-off, unpriced; rung 65 counts 128-key tiles as
+  // d = 128's. GQA 32/8 at B = 1 with 4096 keys: 42 splits and the combine kernel against 8 (the
+  // price); MHA 32/32 at B = 8 with 32768 keys (256 blocks): 3 against 1.
+  struct Call {
+    int64_t blocks, nk, rows;
+    int r64, r65;
+  };
+  for (const Call& c : {Call{8, 4096, 4, 42, 8}, Call{256, 32768, 1, 3, 1}, Call{32, 1024, 1, 11, 2},
+                        Call{64, 4096, 4, 6, 1}}) {
+    const int64_t t64 = 2 * 64 * 64 * 2, tiles64 = c.nk / 64, tiles65 = c.nk / 128;
+    const int w64 = split64::choose_splits(c.blocks, 132, split64::split_slots_per_sm(t64, 3),
+                                           tiles64, split64::cut_pct(t64));
+    EXPECT_EQ(split64::price_splits(w64, c.blocks, 132, tiles64, t64, c.rows, 3), c.r64)
+        << c.blocks << " blocks, " << c.nk << " keys";
+    const int64_t t65 = tile_bytes(64);
+    const int w65 = split65::choose_splits(c.blocks, 132, split65::split_slots_per_sm(t65, 2),
+                                           tiles65, split65::cut_pct(t65));
+    EXPECT_EQ(split65::price_splits(w65, c.blocks, 132, tiles65, t65, c.rows, 2), c.r65)
+        << c.blocks << " blocks, " << c.nk << " keys";
+  }
+}
+
 TEST(DecodeRules, SplitWorkspaceSize) {
   // The partials of s splits: O_s (fp32, d a row) then LSE_s (fp32), each part 256-byte aligned;
   // nothing for one split.
@@ -1411,6 +1469,63 @@ TEST(DecodeSplits, Rung64PricesShortCallsAtD96) {
 // ---------------------------------------------------------------------------------------------
 // GPU, alone: a K/V cache of more than 2^31 elements
 // ---------------------------------------------------------------------------------------------
+
+TEST(DecodeSplits, Rung65ReadsTilesOf128KeysAtD64) {
+  // Rung 65 on the device (fp16 and bf16): at d = 64, GQA 32/8 at B = 1 with 1024, 4096 and
+  // 32768 keys (one query row; and four, causal, with 4096 - 37) and MHA 32/32 at B = 8 with
+  // 1000 and 4096 keys ask the workspace of their rule's count with tiles of 128 keys and the
+  // device's SMs (none for one split or a cluster); at d = 128 the count is rung 64's. Each
+  // call, verified with the workspace poisoned, is right.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo *k65 = nullptr, *k64 = nullptr;
+  for (const fl::KernelInfo* x : serving_rungs()) {
+    if (x->number == 65) k65 = x;
+    if (x->number == 64) k64 = x;
+  }
+  if (k65 == nullptr) GTEST_SKIP() << "rung 65 is not in this build";
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  struct Shape {
+    int64_t b, hkv, nq, nk, d;
+  };
+  const Shape shapes[] = {{1, 8, 1, 1024, 64},  {1, 8, 1, 4096, 64}, {1, 8, 4, 4096 - 37, 64},
+                          {1, 8, 1, 32768, 64}, {8, 32, 1, 1000, 64}, {8, 32, 1, 4096, 64},
+                          {1, 8, 1, 4096, 128}};
+  int split_calls = 0;
+  for (const fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (const Shape& sh : shapes) {
+      const fl::ProblemSpec s = decode_spec(t, sh.b, 32, sh.hkv, sh.nq, sh.nk, sh.d, sh.nq > 1,
+                                            fl::Layout::BNHD);
+      fl::Problem problem(s);
+      const std::string why = fl::why_unsupported(*k65, problem.params_for(*k65));
+      if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+      ASSERT_EQ(why, "") << s.describe();
+      const int64_t keys = split65::tile_keys(sh.d), tb = 2 * keys * sh.d * 2;
+      const int64_t tiles = (sh.nk + keys - 1) / keys, blocks = sh.b * sh.hkv;
+      const int want = split65::price_splits(
+          split65::choose_splits(blocks, sms, split65::split_slots_per_sm(tb, 2), tiles,
+                                 split65::cut_pct(tb)),
+          blocks, sms, tiles, tb, sh.nq * (32 / sh.hkv), 2);
+      const bool cluster = in_cluster(*k65, want, blocks);
+      EXPECT_EQ(fl::workspace_bytes(*k65, problem.params()),
+                want == 1 || cluster
+                    ? 0
+                    : split65::split_workspace_bytes(want, sh.b, 32, sh.nq, sh.d))
+          << s.describe() << ": " << want << " splits";
+      split_calls += want > 1;
+      if (sh.d != 64 && k64 != nullptr) {
+        EXPECT_EQ(fl::workspace_bytes(*k64, problem.params()),
+                  fl::workspace_bytes(*k65, problem.params()))
+            << s.describe();
+      }
+      const fl::Reference ref(problem, cublas);
+      const fl::Verdict v = verify_poisoned(*k65, problem, ref);
+      EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err "
+                            << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+    }
+  }
+  if (sms >= 100) EXPECT_GE(split_calls, 8) << "GQA at B = 1 splits, both dtypes";
+}
 
 TEST(DecodeLargeShape, IndexesACachePast2To31Elements) {
   // B = 1, 32 query heads over 8 KV heads, one query, Nk = 2^21 + 71 keys at d = 128:

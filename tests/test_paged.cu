@@ -62,6 +62,7 @@
 #include "kernels/62_decode_split_waves/splits.h"
 #include "kernels/63_decode_split_cutoff/splits.h"
 #include "kernels/64_decode_price_d96/splits.h"
+#include "kernels/65_decode_tiles_d64/splits.h"
 
 namespace {
 
@@ -1337,6 +1338,68 @@ TEST(PagedSame, Rung64IsRung63BitForBitWhereItSplitsAlike) {
     EXPECT_EQ(priced, 5) << "the five short calls at d = 96 with a block's rows in one warp";
     EXPECT_EQ(alike, 8);
   }
+}
+
+TEST(PagedSame, Rung65IsRung64BitForBitBeyondD64) {
+  // Rung 65 changes d = 64 alone (tiles of 128 keys): at d = 96, 128 and 192 it writes rung 64's
+  // bits with rung 64's workspace, through pages of 16-256 (shuffled and in order) and the
+  // contiguous cache, one query row and more. At d = 64 its tiles split the keys elsewhere and
+  // the sums run in another order: the cache grid holds it to the reference there; here each of
+  // its d = 64 calls is deterministic and asks the workspace of its own rule's count.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k64 = forward_rung(64);
+  const fl::KernelInfo* k65 = forward_rung(65);
+  if (k64 == nullptr || k65 == nullptr) GTEST_SKIP() << "rungs 64 and 65 are not both built";
+  namespace r65 = fl::k65_decode_tiles_d64;
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               650 + cases.size()));
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {1000, 1, 1024, 333, 700, 0, 512, 100};
+  add(DType::f16, 96, 8, 1, 1024, 64, true, {1000});
+  add(DType::bf16, 96, 32, 4, 8192, 16, true, ragged);
+  add(DType::f16, 128, 8, 1, 8192, 256, false, ragged);
+  add(DType::bf16, 128, 8, 16, 4096, 0, true, {4000});
+  add(DType::f16, 192, 8, 1, 4096, 48, true, ragged);
+  add(DType::f16, 64, 8, 1, 4096, 64, true, {4000});      // pages of 64: runs of 16 keys
+  add(DType::bf16, 64, 8, 2, 8192, 256, true, ragged);    // pages of 256: whole tiles
+  add(DType::f16, 64, 32, 1, 1000, 16, false, ragged);
+  add(DType::bf16, 64, 8, 16, 32768, 0, true, {30001});
+  const int sms = sm_count();
+  int alike = 0, d64 = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k64, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k65, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    if (c.d != 64) {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      ++alike;
+      continue;
+    }
+    const int64_t keys = r65::tile_keys(c.d), tb = 2 * keys * c.d * 2;
+    const int64_t tiles = (c.capacity + keys - 1) / keys, blocks = c.batch() * c.hkv;
+    const int splits = r65::price_splits(
+        r65::choose_splits(blocks, sms, r65::split_slots_per_sm(tb, 2), tiles, r65::cut_pct(tb)),
+        blocks, sms, tiles, tb, c.nq * (c.hq / c.hkv), 2);
+    const bool cluster = merges_in_cluster(*k65, splits, blocks);
+    EXPECT_EQ(b.workspace_bytes,
+              splits == 1 || cluster
+                  ? 0
+                  : r65::split_workspace_bytes(splits, c.batch(), c.hq, c.nq, c.d))
+        << splits << " splits";
+    ++d64;
+  }
+  EXPECT_EQ(alike, 5);
+  EXPECT_EQ(d64, 4);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
