@@ -1126,7 +1126,7 @@ const KernelInfo& kernel_65() {
     KernelInfo k;
     k.number = 65;
     k.slug = "decode_tiles_d64";
-    k.title = "decode: a split has a price at d = 96 too";
+    k.title = "decode: tiles of 128 keys at d = 64";
     k.doc = "docs/kernels/65_decode_tiles_d64.md";
     k.min_sm = 80;
     k.tile = k65_decode_tiles_d64::tile;
