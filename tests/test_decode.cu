@@ -1168,10 +1168,11 @@ int sm_count() {
 }
 
 TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
-  // Causal, Nq = 16, Nk = 256 + r (5 key tiles) at B = 1 with 1 or 2 KV heads: on a GPU of 11
-  // SMs or more the rule gives 5 splits (eff grows with s up to the 5 tiles), one tile each.
-  // Row s sees the keys j <= Nk - 16 + s: of the last split's r keys (256 ..), rows s < 16 - r
-  // see none (LSE_s = -inf, O_s = 0), and the combine must leave that split out of their rows.
+  // Causal, Nq = 16, Nk = 4 Bc + r (5 key tiles of the rung's Bc keys: 64, or 128 for rung 65
+  // at d = 64) at B = 1 with 1 or 2 KV heads: on a GPU of 11 SMs or more the rule gives 5 splits
+  // (eff grows with s up to the 5 tiles), one tile each. Row s sees the keys j <= Nk - 16 + s:
+  // of the last split's r keys (4 Bc ..), rows s < 16 - r see none (LSE_s = -inf, O_s = 0),
+  // and the combine must leave that split out of their rows.
   FL_REQUIRE_GPU();
   REQUIRE_SERVING_RUNGS(ks);
   fl::CublasHandle cublas;
@@ -1180,11 +1181,15 @@ TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
   for (int64_t d : {64, 96, 128, 192}) {
     for (const auto& h : {std::array<int64_t, 2>{1, 1}, std::array<int64_t, 2>{8, 2}}) {
       for (int64_t r : {1, 7, 15, 16}) {
-        const fl::ProblemSpec s = decode_spec(fl::DType::f16, 1, h[0], h[1], 16, 256 + r, d,
-                                              true, fl::Layout::BNHD);
-        fl::Problem problem(s);
-        const fl::Reference ref(problem, cublas);
         for (const fl::KernelInfo* k : ks) {
+          const int64_t bc = k->tile(fl::placeholder_params(decode_spec(
+                                         fl::DType::f16, 1, h[0], h[1], 16, 256, d, true,
+                                         fl::Layout::BNHD)))
+                                 .bc;
+          const fl::ProblemSpec s = decode_spec(fl::DType::f16, 1, h[0], h[1], 16, 4 * bc + r,
+                                                d, true, fl::Layout::BNHD);
+          fl::Problem problem(s);
+          const fl::Reference ref(problem, cublas);
           const std::string why = fl::why_unsupported(*k, problem.params_for(*k));
           if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
           ASSERT_EQ(why, "") << k->name() << " " << s.describe();
