@@ -795,25 +795,37 @@ TEST(DecodeRules, Rung64PricesASplitAtD96) {
 }
 
 TEST(DecodeRules, Rung65TilesOf128KeysAtD64) {
-  // Rung 65's tiles hold 128 keys at d = 64 and 64 at the other head dims. A d = 64 tile is then
-  // 32 KiB of K and V, d = 128's, and every rule that reads a tile's bytes takes it as d = 128's:
-  // three stages, one slot an SM, the 60% cut-off, the price, the launch alone for long chunks.
-  // The rules are rung 64's: given the same tile bytes, the same counts.
-  EXPECT_EQ(split65::tile_keys(64), 128);
-  for (int64_t d : {96, 128, 192}) EXPECT_EQ(split65::tile_keys(d), 64) << d;
-  auto tile_bytes = [](int64_t d) { return 2 * split65::tile_keys(d) * d * 2; };
-  EXPECT_EQ(tile_bytes(64), tile_bytes(128));
-  EXPECT_EQ(split65::ring_stages(tile_bytes(64)), 3);
-  EXPECT_EQ(split65::split_slots_per_sm(tile_bytes(64), 2), 1);
-  EXPECT_EQ(split65::cut_pct(tile_bytes(64)), 60);
-  EXPECT_EQ(split65::split_launch_smem(tile_bytes(64), 32, 104 * 1024, 120 * 1024), 120 * 1024);
+  // Rung 65's tiles hold 128 keys at d = 64 for a block whose rows fit one warp (the key warps),
+  // and 64 for more rows and at the other head dims. Such a d = 64 tile is 32 KiB of K and V,
+  // d = 128's, and every rule that reads a tile's bytes takes it as d = 128's: three stages, one
+  // slot an SM, the 60% cut-off, the price, the launch alone for long chunks. The rules are rung
+  // 64's: given the same tile bytes, the same counts.
+  EXPECT_EQ(split65::tile_keys(64, true), 128);
+  EXPECT_EQ(split65::tile_keys(64, false), 64);
+  for (int64_t d : {96, 128, 192}) {
+    EXPECT_EQ(split65::tile_keys(d, true), 64) << d;
+    EXPECT_EQ(split65::tile_keys(d, false), 64) << d;
+  }
+  auto tile_bytes = [](int64_t d, bool key_warps) {
+    return 2 * split65::tile_keys(d, key_warps) * d * 2;
+  };
+  EXPECT_EQ(tile_bytes(64, true), tile_bytes(128, true));
+  EXPECT_EQ(split65::ring_stages(tile_bytes(64, true)), 3);
+  EXPECT_EQ(split65::ring_stages(tile_bytes(64, false)), 4);
+  EXPECT_EQ(split65::split_slots_per_sm(tile_bytes(64, true), 2), 1);
+  EXPECT_EQ(split65::split_slots_per_sm(tile_bytes(64, false), 3), 3);
+  EXPECT_EQ(split65::cut_pct(tile_bytes(64, true)), 60);
+  EXPECT_EQ(split65::cut_pct(tile_bytes(64, false)), 80);
+  EXPECT_EQ(split65::split_launch_smem(tile_bytes(64, true), 32, 104 * 1024, 120 * 1024),
+            120 * 1024);
   for (int sms : {7, 132}) {
     for (int64_t blocks : {1, 2, 8, 32, 64, 96, 128, 256, 512}) {
       for (int64_t tiles : {1, 4, 5, 8, 16, 32, 256, 1024}) {
         for (int64_t rows : {1, 4, 16, 17, 64}) {
           for (int64_t d : {64, 96, 128, 192}) {
-            const int64_t tb = tile_bytes(d);
-            const int per_sm = d == 192 ? 1 : 2;  // the kernel's blocks an SM on an H100
+            const int64_t tb = tile_bytes(d, rows <= 16);
+            // The kernel's blocks an SM on an H100: 72 KiB blocks (d = 64, more rows) hold three.
+            const int per_sm = d == 192 ? 1 : (tb == 16 * 1024 ? 3 : 2);
             const int w65 = split65::choose_splits(
                 blocks, sms, split65::split_slots_per_sm(tb, per_sm), tiles, split65::cut_pct(tb));
             const int w64 = split64::choose_splits(
@@ -835,14 +847,14 @@ TEST(DecodeRules, Rung65TilesOf128KeysAtD64) {
     int64_t blocks, nk, rows;
     int r64, r65;
   };
-  for (const Call& c : {Call{8, 4096, 4, 42, 8}, Call{256, 32768, 1, 3, 1}, Call{32, 1024, 1, 11, 2},
-                        Call{64, 4096, 4, 6, 1}}) {
+  for (const Call& c : {Call{8, 4096, 4, 42, 8}, Call{256, 32768, 1, 3, 1},
+                        Call{32, 1024, 1, 11, 2}, Call{64, 4096, 4, 6, 1}}) {
     const int64_t t64 = 2 * 64 * 64 * 2, tiles64 = c.nk / 64, tiles65 = c.nk / 128;
     const int w64 = split64::choose_splits(c.blocks, 132, split64::split_slots_per_sm(t64, 3),
                                            tiles64, split64::cut_pct(t64));
     EXPECT_EQ(split64::price_splits(w64, c.blocks, 132, tiles64, t64, c.rows, 3), c.r64)
         << c.blocks << " blocks, " << c.nk << " keys";
-    const int64_t t65 = tile_bytes(64);
+    const int64_t t65 = tile_bytes(64, true);
     const int w65 = split65::choose_splits(c.blocks, 132, split65::split_slots_per_sm(t65, 2),
                                            tiles65, split65::cut_pct(t65));
     EXPECT_EQ(split65::price_splits(w65, c.blocks, 132, tiles65, t65, c.rows, 2), c.r65)
@@ -1169,8 +1181,8 @@ int sm_count() {
 
 TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
   // Causal, Nq = 16, Nk = 4 Bc + r (5 key tiles of the rung's Bc keys: 64, or 128 for rung 65
-  // at d = 64) at B = 1 with 1 or 2 KV heads: on a GPU of 11 SMs or more the rule gives 5 splits
-  // (eff grows with s up to the 5 tiles), one tile each. Row s sees the keys j <= Nk - 16 + s:
+  // at d = 64 with 16 rows a block) at B = 1 with 1 or 2 KV heads: on a GPU of 11 SMs or more
+  // the rule gives 5 splits (eff grows with s up to the 5 tiles), one tile each. Row s sees the keys j <= Nk - 16 + s:
   // of the last split's r keys (4 Bc ..), rows s < 16 - r see none (LSE_s = -inf, O_s = 0),
   // and the combine must leave that split out of their rows.
   FL_REQUIRE_GPU();
@@ -1477,10 +1489,11 @@ TEST(DecodeSplits, Rung64PricesShortCallsAtD96) {
 
 TEST(DecodeSplits, Rung65ReadsTilesOf128KeysAtD64) {
   // Rung 65 on the device (fp16 and bf16): at d = 64, GQA 32/8 at B = 1 with 1024, 4096 and
-  // 32768 keys (one query row; and four, causal, with 4096 - 37) and MHA 32/32 at B = 8 with
-  // 1000 and 4096 keys ask the workspace of their rule's count with tiles of 128 keys and the
-  // device's SMs (none for one split or a cluster); at d = 128 the count is rung 64's. Each
-  // call, verified with the workspace poisoned, is right.
+  // 32768 keys (one query row; and four, causal, with 4096 - 37: 16 rows a block) and MHA 32/32
+  // at B = 8 with 1000 and 4096 keys ask the workspace of their rule's count with tiles of 128
+  // keys and the device's SMs (none for one split or a cluster). GQA with 16 query rows (64 rows
+  // a block, B = 1 and 8, 4096 keys) and d = 128 ask rung 64's. Each call, verified with the
+  // workspace poisoned, is right.
   FL_REQUIRE_GPU();
   const fl::KernelInfo *k65 = nullptr, *k64 = nullptr;
   for (const fl::KernelInfo* x : serving_rungs()) {
@@ -1493,9 +1506,9 @@ TEST(DecodeSplits, Rung65ReadsTilesOf128KeysAtD64) {
   struct Shape {
     int64_t b, hkv, nq, nk, d;
   };
-  const Shape shapes[] = {{1, 8, 1, 1024, 64},  {1, 8, 1, 4096, 64}, {1, 8, 4, 4096 - 37, 64},
-                          {1, 8, 1, 32768, 64}, {8, 32, 1, 1000, 64}, {8, 32, 1, 4096, 64},
-                          {1, 8, 1, 4096, 128}};
+  const Shape shapes[] = {{1, 8, 1, 1024, 64},   {1, 8, 1, 4096, 64},   {1, 8, 4, 4096 - 37, 64},
+                          {1, 8, 1, 32768, 64},  {8, 32, 1, 1000, 64},  {8, 32, 1, 4096, 64},
+                          {1, 8, 16, 4096, 64},  {8, 8, 16, 4096, 64},  {1, 8, 1, 4096, 128}};
   int split_calls = 0;
   for (const fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
     for (const Shape& sh : shapes) {
@@ -1505,20 +1518,23 @@ TEST(DecodeSplits, Rung65ReadsTilesOf128KeysAtD64) {
       const std::string why = fl::why_unsupported(*k65, problem.params_for(*k65));
       if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
       ASSERT_EQ(why, "") << s.describe();
-      const int64_t keys = split65::tile_keys(sh.d), tb = 2 * keys * sh.d * 2;
-      const int64_t tiles = (sh.nk + keys - 1) / keys, blocks = sh.b * sh.hkv;
-      const int want = split65::price_splits(
-          split65::choose_splits(blocks, sms, split65::split_slots_per_sm(tb, 2), tiles,
-                                 split65::cut_pct(tb)),
-          blocks, sms, tiles, tb, sh.nq * (32 / sh.hkv), 2);
-      const bool cluster = in_cluster(*k65, want, blocks);
-      EXPECT_EQ(fl::workspace_bytes(*k65, problem.params()),
-                want == 1 || cluster
-                    ? 0
-                    : split65::split_workspace_bytes(want, sh.b, 32, sh.nq, sh.d))
-          << s.describe() << ": " << want << " splits";
-      split_calls += want > 1;
-      if (sh.d != 64 && k64 != nullptr) {
+      const int64_t rows = sh.nq * (32 / sh.hkv);
+      const int64_t keys = split65::tile_keys(sh.d, rows <= 16), tb = 2 * keys * sh.d * 2;
+      if (keys == 128 || sh.d != 64) {  // 32 KiB tiles: one slot an SM for a split grid
+        const int64_t tiles = (sh.nk + keys - 1) / keys, blocks = sh.b * sh.hkv;
+        const int want = split65::price_splits(
+            split65::choose_splits(blocks, sms, split65::split_slots_per_sm(tb, 2), tiles,
+                                   split65::cut_pct(tb)),
+            blocks, sms, tiles, tb, rows, 2);
+        const bool cluster = in_cluster(*k65, want, blocks);
+        EXPECT_EQ(fl::workspace_bytes(*k65, problem.params()),
+                  want == 1 || cluster
+                      ? 0
+                      : split65::split_workspace_bytes(want, sh.b, 32, sh.nq, sh.d))
+            << s.describe() << ": " << want << " splits";
+        split_calls += want > 1;
+      }
+      if (keys == 64 && k64 != nullptr) {
         EXPECT_EQ(fl::workspace_bytes(*k64, problem.params()),
                   fl::workspace_bytes(*k65, problem.params()))
             << s.describe();

@@ -6,11 +6,13 @@
 //            read 32 KiB tiles: d = 64 took none of them and was behind the faster peer on every
 //            shape timed (0.877-0.998x); under Nsight Compute (MHA, B = 8, 32768 keys) its split
 //            kernel read at 87.5% of DRAM's peak, cuDNN's at 92%
-// changes:   at d = 64 a tile holds 128 keys (splits.h's tile_keys): 32 KiB of K and V, d = 128's
-//            size, so every rule above takes d = 64 as d = 128; a key warp takes 32 keys of each
-//            tile, a paged tile that spans pages is eight runs of 16 keys. Other head dims keep
-//            rung 64's tiles, code and counts
-// expect:    d = 64 calls faster than rung 64 (not yet measured); rung 64 elsewhere, bit for bit
+// changes:   at d = 64 a block whose rows fit one warp (the key warps' instances) reads tiles of
+//            128 keys (splits.h's tile_keys): 32 KiB of K and V, d = 128's size, so every rule
+//            above takes such a call as d = 128's; a key warp takes 32 keys of each tile, a paged
+//            tile that spans pages is eight runs of 16 keys. Blocks of more rows and other head
+//            dims keep rung 64's tiles, code and counts
+// expect:    d = 64 calls of up to 16 rows a block faster than rung 64 (not yet measured in this
+//            form); rung 64 elsewhere, bit for bit
 // supports:  rung 58's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
 //            block table (page_size a multiple of 16), both or neither
@@ -21,10 +23,10 @@
 // tiles of its split that hold some of the sequence's n keys (n = seqlens_k[b], or Nk); rows =
 // Nq g <= 64 of the tile are real, the rest padding (zero queries, computed by an active warp,
 // never stored).
-// A tile holds kBc = tile_keys(d) keys: 128 at d = 64, 64 at the other head dims. Warp w owns
-// tile rows [16 w, 16 w + 16) (with key warps: rows 0-15 and keys [kBc / 4 w, kBc / 4 (w + 1))
-// of each tile, below); a lane holds rows row0 + group and + 8 (the mma accumulator layout,
-// lane = 4 group + quad). For each K/V tile j of the split:
+// A tile holds kBc = tile_keys(d, kKeyWarps) keys: 128 at d = 64 with key warps, else 64. Warp
+// w owns tile rows [16 w, 16 w + 16) (with key warps: rows 0-15 and keys [kBc / 4 w,
+// kBc / 4 (w + 1)) of each tile, below); a lane holds rows row0 + group and + 8 (the mma
+// accumulator layout, lane = 4 group + quad). For each K/V tile j of the split:
 //   S = Q_w K_j^T         (16 rows x kBc keys per warp, or kBc / 4 with key warps; fp32)
 //   the online softmax of rung 16 in base 2 (m, l per row; O rescaled when m moves)
 //   O_w += P V_j          (16 rows x d, fp32, in registers for the whole loop)
@@ -35,9 +37,10 @@
 //   sQ [64][d]                   the packed query tile, loaded once (then kept in registers,
 //                                but at d = 192)
 //   sK [S][kBc][d], sV [S][kBc][d] the ring: K and V of the split's tile j in stage j % S,
-//                                S = stages<d>() = 3, 4, 3, 3 at d = 64, 96, 128, 192
-// 104, 108, 112 and 168 KiB at d = 64, 96, 128, 192 (supports checks the device's limit); an
-// SM's 228 KiB hold 2, 2, 2 and 1 of them.
+//                                S = stages() = 3, 4, 3, 3 at d = 64, 96, 128, 192 (4 at
+//                                d = 64 for blocks of more than 16 rows: 64-key tiles)
+// 104, 108, 112 and 168 KiB at d = 64, 96, 128, 192 (72 KiB at d = 64 for blocks of more than 16
+// rows; supports checks the device's limit); an SM's 228 KiB hold 2, 2, 2 and 1 of them (3).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -70,14 +73,15 @@ constexpr float kLn2 = 0.69314718055994530942f;
 
 // The stages of the cp.async ring (splits.h): 3 where a tile of K and V is 32 KiB or more
 // (d >= 128), 4 below.
-template <int kHeadDim>
+template <int kHeadDim, bool kKeyWarps>
 constexpr int stages() {
-  return ring_stages(int64_t{2} * tile_keys(kHeadDim) * kHeadDim * 2);
+  return ring_stages(int64_t{2} * tile_keys(kHeadDim, kKeyWarps) * kHeadDim * 2);
 }
 
-template <int kHeadDim>
+template <int kHeadDim, bool kKeyWarps>
 constexpr int smem_bytes() {
-  return (kRows + 2 * stages<kHeadDim>() * tile_keys(kHeadDim)) * kHeadDim * 2;
+  return (kRows + 2 * stages<kHeadDim, kKeyWarps>() * tile_keys(kHeadDim, kKeyWarps)) *
+         kHeadDim * 2;
 }
 
 // Calls f with the head dim as a compile-time constant: d in {64, 96, 128, 192} (supports).
@@ -92,6 +96,25 @@ void with_head_dim(int64_t d, F&& f) {
   } else {
     f(std::integral_constant<int, 192>{});
   }
+}
+
+// Whether a block's rows, Nq x H_q / H_kv, fit one warp: the key warps' instances (rung 48), whose
+// tiles hold 128 keys at d = 64 (rung 65).
+inline bool key_warps(const AttnParams& p) {
+  return p.seqlen_q * (p.heads_q / p.heads_kv) <= 16;
+}
+
+// Calls f with the head dim and the key warps (std::true_type or false_type) as compile-time
+// constants: each pair is an instance with its own tile, ring and shared memory.
+template <typename F>
+void with_instance(const AttnParams& p, F&& f) {
+  with_head_dim(p.head_dim, [&](auto d) {
+    if (key_warps(p)) {
+      f(d, std::true_type{});
+    } else {
+      f(d, std::false_type{});
+    }
+  });
 }
 
 // ldmatrix x4 of a 16 x 16 A fragment: rows r0.. of a row-major tile of n columns, columns c0..
@@ -122,14 +145,13 @@ __device__ __forceinline__ void load_b_trans(uint32_t (&b)[4], uint32_t tile, in
 // elements apart) into the swizzled stage at `dst`, 16 bytes a thread a step, d / 8 of them a
 // row. Rows >= `valid` (past n) are zero-filled (0 source bytes, read from row 0, which exists):
 // zero keys give finite scores, which the mask hides, and zero values add nothing.
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, int kBc>
 __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t stride,
                                              int valid) {
   // A thread keeps its chunk of the row and steps kRowsPerStep rows. Where d / 8 does not divide
   // the threads (d = 96, 192), the threads past the last whole row copy nothing and the last
   // step is partial.
-  constexpr int kBc = tile_keys(kHeadDim), kChunks = kHeadDim / 8;
-  constexpr int kRowsPerStep = kThreads / kChunks;
+  constexpr int kChunks = kHeadDim / 8, kRowsPerStep = kThreads / kChunks;
   constexpr bool kWhole = kThreads % kChunks == 0 && kBc % kRowsPerStep == 0;
   const int r0 = threadIdx.x / kChunks, c = threadIdx.x % kChunks * 8;
 #pragma unroll
@@ -143,16 +165,17 @@ __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t
 }
 
 // The same copy where the tile spans pages (page_size a multiple of 16 that the tile's keys do
-// not divide): the tile's kBc keys are kRuns = kBc / 16 runs of 16 keys (four at 64 keys, eight
-// at rung 65's 128), and a run lies inside one page, since pages and runs both start at
-// multiples of 16 keys. run[q] is run q's first row in global memory, and the threads copy the
-// runs one after the other: run q's 16 rows x d / 8 chunks of 16 bytes, a thread a chunk a step,
-// so that which run a copy reads is known at compile time. Rows >= `valid` (past n) read their
-// run's first row, zero-filled.
-template <typename T, int kHeadDim, int kRuns>
+// not divide): the tile's kBc keys are kRuns runs of kRunKeys keys each, and a run lies inside
+// one page, since pages and runs both start at multiples of kRunKeys keys. Runs of 16 keys take
+// any such page (four at 64 keys, eight at rung 65's 128); rung 65's 128-key tiles take pages of
+// a multiple of 64 keys in two runs of 64. run[q] is run q's first row in global memory, and
+// the threads copy the runs one after the other: run q's kRunKeys rows x d / 8 chunks of 16
+// bytes, a thread a chunk a step, so that which run a copy reads is known at compile time. Rows
+// >= `valid` (past n) read their run's first row, zero-filled.
+template <typename T, int kHeadDim, int kRunKeys, int kRuns>
 __device__ __forceinline__ void copy_kv_runs(uint32_t dst, const T* const (&run)[kRuns],
                                              int64_t stride, int valid) {
-  constexpr int kChunks = kHeadDim / 8, kRunChunks = 16 * kChunks;
+  constexpr int kChunks = kHeadDim / 8, kRunChunks = kRunKeys * kChunks;
 #pragma unroll
   for (int q = 0; q < kRuns; ++q) {
 #pragma unroll
@@ -160,8 +183,8 @@ __device__ __forceinline__ void copy_kv_runs(uint32_t dst, const T* const (&run)
       const int i = i0 + static_cast<int>(threadIdx.x);
       if (kRunChunks % kThreads != 0 && i >= kRunChunks) continue;
       const int row = i / kChunks, c = i % kChunks * 8;  // row of the run, column
-      const bool in = 16 * q + row < valid;
-      ptx::cp_async::copy_16(dst + swizzle::byte_offset(16 * q + row, c, kHeadDim),
+      const bool in = kRunKeys * q + row < valid;
+      ptx::cp_async::copy_16(dst + swizzle::byte_offset(kRunKeys * q + row, c, kHeadDim),
                              run[q] + (in ? row * stride : 0) + c, in ? 16 : 0);
     }
   }
@@ -191,7 +214,7 @@ constexpr int kBarBytes = 16;
 // rung 59 does, from its own shared memory: the combine kernel's arithmetic term for term (rung
 // 57's bits). kThreads / rows threads share a row, each works out its weights and takes every
 // per-th of the block's groups of the row.
-template <typename T, int kD>
+template <typename T, int kD, bool kKeyWarps>
 __device__ __forceinline__ void cluster_combine(const AttnParams& p, unsigned char* smem, int rows,
                                                 int g, int nq, int64_t b, int64_t hk) {
   constexpr int kGroups = kD / 4;  // groups of 4 columns a row
@@ -205,7 +228,7 @@ __device__ __forceinline__ void cluster_combine(const AttnParams& p, unsigned ch
   const int groups = (kGroups - rank + splits - 1) / splits;  // the block's groups of a row
   const int slots = (kGroups + splits - 1) / splits;          // G, a row's slots a split
   // Every split's share has landed (the bytes counted at the kernel's start).
-  ptx::cluster::wait_bytes(ptx::smem_addr(smem) + smem_bytes<kD>());
+  ptx::cluster::wait_bytes(ptx::smem_addr(smem) + smem_bytes<kD, kKeyWarps>());
   if (tid < rows * per) {
     const int row = tid / per;
     float ls[kClusterSplits];
@@ -354,7 +377,7 @@ __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part
     const int splits = static_cast<int>(gridDim.x), slots = (kD / 4 + splits - 1) / splits;
     const uint32_t rank = ptx::cluster::ctarank();
     const uint32_t aRecv = ptx::smem_addr(smem + merge_bytes<kD>());
-    const uint32_t bar = ptx::smem_addr(smem) + smem_bytes<kD>();
+    const uint32_t bar = ptx::smem_addr(smem) + smem_bytes<kD, true>();
 #pragma unroll
     for (int c = 0; c < kCols; c += 4) {
       const int gi = (c0 + c) / 4, owner = gi % splits;
@@ -390,14 +413,14 @@ template <typename T, int kHeadDim, bool kKeyWarps, bool kCluster>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const AttnParams p, float* part_o, float* part_lse) {
   constexpr int kD = kHeadDim, kKSteps = kD / 16, kOTiles = kD / 8;
-  constexpr int kBc = tile_keys(kD);  // rung 65: 128 keys at d = 64, else 64
+  constexpr int kBc = tile_keys(kD, kKeyWarps);  // rung 65: 128 keys at d = 64 with key warps
   // A warp's keys of a tile, and their n-tiles of 8.
   constexpr int kKeysW = kKeyWarps ? kBc / 4 : kBc, kSTiles = kKeysW / 8;
   constexpr uint32_t kStageBytes = kBc * kD * 2;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t aQ = ptx::smem_addr(smem);
   const uint32_t aK = aQ + kRows * kD * 2;
-  constexpr int kStages = stages<kHeadDim>();
+  constexpr int kStages = stages<kHeadDim, kKeyWarps>();
   const uint32_t aV = aK + kStages * kStageBytes;
 
   // The combine (launched after this grid with programmatic serialization) may start once every
@@ -422,7 +445,7 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (kCluster) {
     if (threadIdx.x == 0) {
       const int groups = (kD / 4 - static_cast<int>(ptx::cluster::ctarank()) + splits - 1) / splits;
-      ptx::cluster::expect_bytes(aQ + smem_bytes<kHeadDim>(),
+      ptx::cluster::expect_bytes(aQ + smem_bytes<kHeadDim, kKeyWarps>(),
                                  static_cast<uint32_t>(splits * rows * (16 * groups + 4)));
     }
   }
@@ -488,8 +511,9 @@ __global__ void __launch_bounds__(kThreads)
   // K_j and V_j into stage j % kStages, by every thread (the padding warps too). Where the
   // tile's kBc keys lie in one page (page_size a multiple of kBc): its page and first row, looked
   // up once (the same table entry for every thread: one load, from L1 mostly), then rung 38's
-  // copy. Smaller pages: the page of each run of 16 keys (copy_kv_runs). Without a table a key's
-  // page is its sequence: page b, row = the key, by the batch stride.
+  // copy. Smaller pages: the page of each run of 16 keys, or of 64 for a 128-key tile in pages
+  // of a multiple of 64 (copy_kv_runs). Without a table a key's page is its sequence: page b,
+  // row = the key, by the batch stride.
   const bool tile_in_page = table == nullptr || page_size % kBc == 0;
   // The cursor, for a call with a block table: the next tile's first key is row cur_row of
   // page table[cur_index]. One division here, for the split's first key; issue_tile moves the
@@ -500,33 +524,43 @@ __global__ void __launch_bounds__(kThreads)
     cur_index = first_key / page_size;
     cur_row = first_key - cur_index * page_size;
   }
+  // Run q holds keys kRunKeys q.. of the tile, from the cursor on: kRunKeys rows on a run, into
+  // the next page where this one ends (a multiple of kRunKeys rows); after the last run the
+  // cursor is at the next tile. A run past the sequence's keys (kRunKeys q >= valid) copies
+  // nothing and is not looked up (its entry may be unset): it reads the first run's entry.
+  auto issue_runs = [&](uint32_t stage, int valid, auto run_keys) {
+    constexpr int kRunKeys = decltype(run_keys)::value, kRuns = kBc / kRunKeys;
+    const int first_index = cur_index, first_row = cur_row;
+    const T* k_run[kRuns];
+    const T* v_run[kRuns];
+#pragma unroll
+    for (int q = 0; q < kRuns; ++q) {
+      const bool in = kRunKeys * q < valid;
+      const int64_t page = table[in ? cur_index : first_index];
+      const int64_t at = in ? cur_row : first_row;
+      k_run[q] = gK + page * p.k_stride.batch + at * p.k_stride.row;
+      v_run[q] = gV + page * p.v_stride.batch + at * p.v_stride.row;
+      cur_row += kRunKeys;
+      if (cur_row == page_size) {
+        cur_row = 0;
+        ++cur_index;
+      }
+    }
+    copy_kv_runs<T, kD, kRunKeys>(aK + stage, k_run, p.k_stride.row, valid);
+    copy_kv_runs<T, kD, kRunKeys>(aV + stage, v_run, p.v_stride.row, valid);
+  };
   auto issue_tile = [&](int j) {
     const uint32_t stage = static_cast<uint32_t>(j % kStages) * kStageBytes;
     const int valid = min(kBc, nk - (first_key + j * kBc));
     if (!tile_in_page) {
-      // Run q holds keys 16 q.. of the tile, from the cursor on: 16 rows on a run, into the next
-      // page where this one ends (a multiple of 16 rows); after the last run the cursor is at
-      // the next tile. A run past the sequence's keys (16 q >= valid) copies nothing and is not
-      // looked up (its entry may be unset): it reads the first run's entry instead.
-      const int first_index = cur_index, first_row = cur_row;
-      constexpr int kRuns = kBc / 16;
-      const T* k_run[kRuns];
-      const T* v_run[kRuns];
-#pragma unroll
-      for (int q = 0; q < kRuns; ++q) {
-        const bool in = 16 * q < valid;
-        const int64_t page = table[in ? cur_index : first_index];
-        const int64_t at = in ? cur_row : first_row;
-        k_run[q] = gK + page * p.k_stride.batch + at * p.k_stride.row;
-        v_run[q] = gV + page * p.v_stride.batch + at * p.v_stride.row;
-        cur_row += 16;
-        if (cur_row == page_size) {
-          cur_row = 0;
-          ++cur_index;
+      // Rung 65: a 128-key tile over pages of a multiple of 64 keys is two runs of 64.
+      if constexpr (kBc > 64) {
+        if (page_size % 64 == 0) {
+          issue_runs(stage, valid, std::integral_constant<int, 64>{});
+          return;
         }
       }
-      copy_kv_runs<T, kD>(aK + stage, k_run, p.k_stride.row, valid);
-      copy_kv_runs<T, kD>(aV + stage, v_run, p.v_stride.row, valid);
+      issue_runs(stage, valid, std::integral_constant<int, 16>{});
       return;
     }
     // The tile lies in one page (a multiple of kBc keys): one table entry for every thread, then
@@ -543,9 +577,9 @@ __global__ void __launch_bounds__(kThreads)
         ++cur_index;
       }
     }
-    copy_kv_tile<T, kD>(aK + stage, gK + page * p.k_stride.batch + row * p.k_stride.row,
+    copy_kv_tile<T, kD, kBc>(aK + stage, gK + page * p.k_stride.batch + row * p.k_stride.row,
                         p.k_stride.row, valid);
-    copy_kv_tile<T, kD>(aV + stage, gV + page * p.v_stride.batch + row * p.v_stride.row,
+    copy_kv_tile<T, kD, kBc>(aV + stage, gV + page * p.v_stride.batch + row * p.v_stride.row,
                         p.v_stride.row, valid);
   };
   // Prologue: group 0 = {Q, tile 0}, then tiles 1 .. kStages - 2 (a group each, empty past the
@@ -703,7 +737,7 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (kKeyWarps) {
     merge_key_warps<T, kD, kCluster>(p, part_o, part_lse, smem, rO, row_max, row_sum, rows, g,
                                      nq, b, hk, scale_log2);
-    if constexpr (kCluster) cluster_combine<T, kD>(p, smem, rows, g, nq, b, hk);
+    if constexpr (kCluster) cluster_combine<T, kD, kKeyWarps>(p, smem, rows, g, nq, b, hk);
     return;
   }
   if constexpr (kCluster) {
@@ -749,7 +783,7 @@ __global__ void __launch_bounds__(kThreads)
       const int slots = (kD / 4 + splits - 1) / splits;
       const uint32_t rank = ptx::cluster::ctarank();
       const uint32_t aRecv = ptx::smem_addr(smem + merge_bytes<kD>());
-      const uint32_t bar = aQ + smem_bytes<kHeadDim>();
+      const uint32_t bar = aQ + smem_bytes<kHeadDim, kKeyWarps>();
 #pragma unroll
       for (int nt = 0; nt < kOTiles; ++nt) {
         const int gi = 2 * nt + quad / 2, owner = gi % splits;
@@ -774,7 +808,7 @@ __global__ void __launch_bounds__(kThreads)
       if (quad == 0) part_lse[part_row] = lse;
     }
   }
-  if constexpr (kCluster) cluster_combine<T, kD>(p, smem, rows, g, nq, b, hk);
+  if constexpr (kCluster) cluster_combine<T, kD, kKeyWarps>(p, smem, rows, g, nq, b, hk);
 }
 
 // The combine: grid (rows / 4 rounded up), 128 threads; warp w of block x merges row
@@ -897,8 +931,12 @@ std::string supports(const AttnParams& p) {
   if (p.batch > 65535) return "B must be <= 65535 (the grid's z dimension)";
   if (p.heads_kv > 65535) return "H_kv must be <= 65535 (the grid's y dimension)";
   int smem = 0;
-  with_head_dim(p.head_dim, [&](auto d) { smem = smem_bytes<decltype(d)::value>(); });
-  return shared_memory_refusal(smem, p.head_dim);
+  with_instance(p, [&](auto d, auto kw) {
+    smem = smem_bytes<decltype(d)::value, decltype(kw)::value>();
+  });
+  const std::string refusal = shared_memory_refusal(smem, p.head_dim);
+  if (refusal.empty() || p.head_dim != 64 || !key_warps(p)) return refusal;
+  return refusal + ": a block whose rows fit one warp reads tiles of 128 keys at d = 64";
 }
 
 // The rows the block computes: Nq g rounded up to whole warps of 16 (the padding warps skip).
@@ -906,7 +944,7 @@ TileShape tile(const AttnParams& p) {
   const int64_t g = p.heads_q / (p.heads_kv > 0 ? p.heads_kv : 1);
   const int64_t rows = p.seqlen_q > kRows || g > kRows ? kRows : p.seqlen_q * g;
   return {static_cast<int>(rows >= kRows ? kRows : (rows + 15) / 16 * 16),
-          tile_keys(p.head_dim)};
+          tile_keys(p.head_dim, rows <= 16)};
 }
 
 // The device's figures the split rule asks for: its SMs, and the blocks of decode_kernel an SM
@@ -951,9 +989,9 @@ bool runs_clusters(Kernel kernel, int smem) {
   return count > 0;
 }
 
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, bool kKeyWarps>
 Figures device_figures() {
-  constexpr int kSmem = smem_bytes<kHeadDim>();
+  constexpr int kSmem = smem_bytes<kHeadDim, kKeyWarps>();
   thread_local int known_device = -1;
   thread_local Figures known;
   int device = 0;
@@ -964,16 +1002,15 @@ Figures device_figures() {
   }
   if (device == known_device) return known;
   if (cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaFuncSetAttribute(decode_kernel<T, kHeadDim, false, false>,
+      cudaFuncSetAttribute(decode_kernel<T, kHeadDim, kKeyWarps, false>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.blocks_per_sm,
-                                                    decode_kernel<T, kHeadDim, false, false>,
+                                                    decode_kernel<T, kHeadDim, kKeyWarps, false>,
                                                     kThreads, kSmem) != cudaSuccess) {
     cudaGetLastError();
     return Figures{};
   }
-  f.clusters = runs_clusters(decode_kernel<T, kHeadDim, false, true>, kSmem + kBarBytes) &&
-               runs_clusters(decode_kernel<T, kHeadDim, true, true>, kSmem + kBarBytes);
+  f.clusters = runs_clusters(decode_kernel<T, kHeadDim, kKeyWarps, true>, kSmem + kBarBytes);
   for (int s = 2; f.clusters && s <= kClusterSplits; ++s) f.fit[s] = clusters_one_block_an_sm(s);
   f.alone = smem_one_block_an_sm();
   known_device = device;
@@ -983,10 +1020,10 @@ Figures device_figures() {
 
 // The splits of this call on the current device (choose_splits, then rung 50's price_splits:
 // splits.h).
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, bool kKeyWarps>
 int splits_for(const AttnParams& p) {
-  const Figures f = device_figures<T, kHeadDim>();
-  constexpr int kBc = tile_keys(kHeadDim);
+  const Figures f = device_figures<T, kHeadDim, kKeyWarps>();
+  constexpr int kBc = tile_keys(kHeadDim, kKeyWarps);
   constexpr int64_t kTileBytes = int64_t{2} * kBc * kHeadDim * 2;
   const int64_t blocks = p.batch * p.heads_kv, tiles = (p.seqlen_k + kBc - 1) / kBc;
   const int waves = choose_splits(blocks, f.sms, split_slots_per_sm(kTileBytes, f.blocks_per_sm),
@@ -997,9 +1034,9 @@ int splits_for(const AttnParams& p) {
 
 // Whether this call's splits merge in a cluster on the current device (splits.h). Rung 61: only
 // where its B x H_kv clusters all run at once, each block on an SM of its own.
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, bool kKeyWarps>
 bool merges_in_cluster(const AttnParams& p, int splits) {
-  const Figures f = device_figures<T, kHeadDim>();
+  const Figures f = device_figures<T, kHeadDim, kKeyWarps>();
   return combines_in_cluster(splits, p.batch * p.heads_kv,
                              splits <= kClusterSplits ? f.fit[splits] : 0);
 }
@@ -1012,9 +1049,9 @@ int64_t workspace(const AttnParams& p) {
   bool cluster = false;
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    with_head_dim(p.head_dim, [&](auto d) {
-      splits = splits_for<T, decltype(d)::value>(p);
-      cluster = merges_in_cluster<T, decltype(d)::value>(p, splits);
+    with_instance(p, [&](auto d, auto kw) {
+      splits = splits_for<T, decltype(d)::value, decltype(kw)::value>(p);
+      cluster = merges_in_cluster<T, decltype(d)::value, decltype(kw)::value>(p, splits);
     });
   });
   if (cluster) return 0;
@@ -1039,23 +1076,22 @@ bool combine_waits() {
   return known;
 }
 
-template <typename T, int kHeadDim>
+// The launch of instance (d, kKeyWarps): with_instance picks it from the call's rows (the key
+// warps' where they fit one warp).
+template <typename T, int kHeadDim, bool kKeyWarps>
 void launch_typed(const AttnParams& p, cudaStream_t stream) {
-  constexpr int kSmem = smem_bytes<kHeadDim>();
+  constexpr int kSmem = smem_bytes<kHeadDim, kKeyWarps>();
   static_assert(cluster_bytes<kHeadDim>() <= kSmem, "merge_key_warps' and the cluster's buffers");
-  // The rows fit in one warp: the key warps' kernel (the same shared memory, the same splits).
-  const bool key_warps = p.seqlen_q * (p.heads_q / p.heads_kv) <= 16;
-  auto kernel = key_warps ? decode_kernel<T, kHeadDim, true, false>
-                          : decode_kernel<T, kHeadDim, false, false>;
-  const int splits = splits_for<T, kHeadDim>(p);
+  auto kernel = decode_kernel<T, kHeadDim, kKeyWarps, false>;
+  const int splits = splits_for<T, kHeadDim, kKeyWarps>(p);
   // Rung 62: a split grid of big tiles and long chunks asks more than half an SM, so that it runs
   // the waves of one block an SM that the rule counted (splits.h); one split, or the cluster, as
   // before.
-  constexpr int kBc = tile_keys(kHeadDim);
+  constexpr int kBc = tile_keys(kHeadDim, kKeyWarps);
   const int64_t tiles = (p.seqlen_k + kBc - 1) / kBc;
   const int split_smem = split_launch_smem(int64_t{2} * kBc * kHeadDim * 2,
                                            (tiles + splits - 1) / splits, kSmem,
-                                           device_figures<T, kHeadDim>().alone);
+                                           device_figures<T, kHeadDim, kKeyWarps>().alone);
   FL_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem));
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p.heads_kv),
@@ -1064,12 +1100,11 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
     kernel<<<grid, kThreads, kSmem, stream>>>(p, nullptr, nullptr);
     return;
   }
-  if (merges_in_cluster<T, kHeadDim>(p, splits)) {
+  if (merges_in_cluster<T, kHeadDim, kKeyWarps>(p, splits)) {
     // Rung 58: the splits of (hk, b) are one cluster (its x extent is the grid's: rank = split),
     // and the kernel's kCluster instance merges them there (its shared memory attribute was set
     // by device_figures, through runs_clusters).
-    kernel = key_warps ? decode_kernel<T, kHeadDim, true, true>
-                       : decode_kernel<T, kHeadDim, false, true>;
+    kernel = decode_kernel<T, kHeadDim, kKeyWarps, true>;
     cudaLaunchAttribute cluster{};
     cluster.id = cudaLaunchAttributeClusterDimension;
     cluster.val.clusterDim.x = static_cast<unsigned>(splits);
@@ -1115,7 +1150,9 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
 void launch(const AttnParams& p, cudaStream_t stream) {
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    with_head_dim(p.head_dim, [&](auto d) { launch_typed<T, decltype(d)::value>(p, stream); });
+    with_instance(p, [&](auto d, auto kw) {
+      launch_typed<T, decltype(d)::value, decltype(kw)::value>(p, stream);
+    });
   });
 }
 

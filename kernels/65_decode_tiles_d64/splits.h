@@ -27,8 +27,15 @@ namespace k65_decode_tiles_d64 {
 // d = 128's, and every rule below that reads a tile's bytes (the ring, the slots, the cut-off,
 // the price, the launch alone) held it for a small tile: three blocks an SM, four stages, an 80%
 // cut-off, no price. With 128 keys a d = 64 tile is d = 128's 32 KiB, and those rules take it as
-// they take d = 128's. Other head dims keep 64 keys.
-constexpr int tile_keys(int64_t head_dim) { return head_dim == 64 ? 128 : 64; }
+// they take d = 128's. That is for a block whose rows fit one warp (`key_warps`: rows <= 16,
+// rung 48's key warps), which reads K and V and does little else. A block of more rows does up
+// to four times the tensor work a key, and the 104 KiB of 128-key tiles leave two such blocks an
+// SM where 72 KiB left three: on an H200, GQA 32/8 with 16 query rows (64 rows a block) ran
+// 0.65-0.98x rung 64 at B = 8 with 1024-131072 keys, and 0.72-0.88x at B = 1 with 1024, 32768
+// and 131072 (1.07-1.17x with 4096 and 8192). Those blocks, and other head dims, keep 64 keys.
+constexpr int tile_keys(int64_t head_dim, bool key_warps) {
+  return head_dim == 64 && key_warps ? 128 : 64;
+}
 
 constexpr int kMaxSplits = 128;          // the combine reads at most this many partials a row
 constexpr int64_t kMinTilesToSplit = 5;  // at 4 key tiles or fewer a chunk is not worth a block
