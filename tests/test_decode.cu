@@ -795,19 +795,25 @@ TEST(DecodeRules, Rung64PricesASplitAtD96) {
 }
 
 TEST(DecodeRules, Rung65TilesOf128KeysAtD64) {
-  // Rung 65's tiles hold 128 keys at d = 64 for a block whose rows fit one warp (the key warps),
-  // and 64 for more rows and at the other head dims. Such a d = 64 tile is 32 KiB of K and V,
+  // Rung 65's tiles hold 128 keys at d = 64 for a block whose rows fit one warp (the key warps)
+  // where a tile lies in one page (no table, or pages of a multiple of 128 keys), and 64 for
+  // more rows, smaller pages and the other head dims. Such a d = 64 tile is 32 KiB of K and V,
   // d = 128's, and every rule that reads a tile's bytes takes it as d = 128's: three stages, one
   // slot an SM, the 60% cut-off, the price, the launch alone for long chunks. The rules are rung
   // 64's: given the same tile bytes, the same counts.
-  EXPECT_EQ(split65::tile_keys(64, true), 128);
-  EXPECT_EQ(split65::tile_keys(64, false), 64);
+  for (int64_t page : {0, 128, 256, 384, 1024}) {
+    EXPECT_EQ(split65::tile_keys(64, true, page), 128) << page;
+    EXPECT_EQ(split65::tile_keys(64, false, page), 64) << page;
+  }
+  for (int64_t page : {16, 48, 64, 192, 272}) {
+    EXPECT_EQ(split65::tile_keys(64, true, page), 64) << page;
+  }
   for (int64_t d : {96, 128, 192}) {
-    EXPECT_EQ(split65::tile_keys(d, true), 64) << d;
-    EXPECT_EQ(split65::tile_keys(d, false), 64) << d;
+    EXPECT_EQ(split65::tile_keys(d, true, 0), 64) << d;
+    EXPECT_EQ(split65::tile_keys(d, false, 256), 64) << d;
   }
   auto tile_bytes = [](int64_t d, bool key_warps) {
-    return 2 * split65::tile_keys(d, key_warps) * d * 2;
+    return 2 * split65::tile_keys(d, key_warps, 0) * d * 2;
   };
   EXPECT_EQ(tile_bytes(64, true), tile_bytes(128, true));
   EXPECT_EQ(split65::ring_stages(tile_bytes(64, true)), 3);
@@ -1182,9 +1188,9 @@ int sm_count() {
 TEST(DecodeSplits, RowsThatSeeNoKeyOfASplit) {
   // Causal, Nq = 16, Nk = 4 Bc + r (5 key tiles of the rung's Bc keys: 64, or 128 for rung 65
   // at d = 64 with 16 rows a block) at B = 1 with 1 or 2 KV heads: on a GPU of 11 SMs or more
-  // the rule gives 5 splits (eff grows with s up to the 5 tiles), one tile each. Row s sees the keys j <= Nk - 16 + s:
-  // of the last split's r keys (4 Bc ..), rows s < 16 - r see none (LSE_s = -inf, O_s = 0),
-  // and the combine must leave that split out of their rows.
+  // the rule gives 5 splits (eff grows with s up to the 5 tiles), one tile each. Row s sees the
+  // keys j <= Nk - 16 + s: of the last split's r keys (4 Bc ..), rows s < 16 - r see none
+  // (LSE_s = -inf, O_s = 0), and the combine must leave that split out of their rows.
   FL_REQUIRE_GPU();
   REQUIRE_SERVING_RUNGS(ks);
   fl::CublasHandle cublas;
@@ -1519,7 +1525,7 @@ TEST(DecodeSplits, Rung65ReadsTilesOf128KeysAtD64) {
       if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
       ASSERT_EQ(why, "") << s.describe();
       const int64_t rows = sh.nq * (32 / sh.hkv);
-      const int64_t keys = split65::tile_keys(sh.d, rows <= 16), tb = 2 * keys * sh.d * 2;
+      const int64_t keys = split65::tile_keys(sh.d, rows <= 16, 0), tb = 2 * keys * sh.d * 2;
       if (keys == 128 || sh.d != 64) {  // 32 KiB tiles: one slot an SM for a split grid
         const int64_t tiles = (sh.nk + keys - 1) / keys, blocks = sh.b * sh.hkv;
         const int want = split65::price_splits(

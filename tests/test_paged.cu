@@ -1341,12 +1341,13 @@ TEST(PagedSame, Rung64IsRung63BitForBitWhereItSplitsAlike) {
 }
 
 TEST(PagedSame, Rung65IsRung64BitForBitButForItsTiles) {
-  // Rung 65 changes d = 64 calls of up to 16 rows a block alone (tiles of 128 keys): at d = 96,
-  // 128 and 192, and at d = 64 with more rows, it writes rung 64's bits with rung 64's
-  // workspace, through pages of 16-256 (shuffled and in order) and the contiguous cache, one
-  // query row and more. With its 128-key tiles the keys split elsewhere and the sums run in
-  // another order: the cache grid holds it to the reference there; here each such call is
-  // deterministic and asks the workspace of its own rule's count.
+  // Rung 65 changes only d = 64 calls of up to 16 rows a block whose tiles lie in one page (the
+  // contiguous cache, pages of a multiple of 128 keys): tiles of 128 keys. Elsewhere (d = 96,
+  // 128 and 192; d = 64 with more rows, or pages of 16, 48 or 64) it writes rung 64's bits with
+  // rung 64's workspace, through pages shuffled and in order, one query row and more. With its
+  // 128-key tiles the keys split elsewhere and the sums run in another order: the cache grid
+  // holds it to the reference there; here each such call is deterministic and asks the
+  // workspace of its own rule's count.
   FL_REQUIRE_GPU();
   const fl::KernelInfo* k64 = forward_rung(64);
   const fl::KernelInfo* k65 = forward_rung(65);
@@ -1365,13 +1366,15 @@ TEST(PagedSame, Rung65IsRung64BitForBitButForItsTiles) {
   add(DType::f16, 128, 8, 1, 8192, 256, false, ragged);
   add(DType::bf16, 128, 8, 16, 4096, 0, true, {4000});
   add(DType::f16, 192, 8, 1, 4096, 48, true, ragged);
-  add(DType::f16, 64, 8, 1, 4096, 64, true, {4000});      // pages of 64: runs of 16 keys
-  add(DType::bf16, 64, 8, 2, 8192, 256, true, ragged);    // pages of 256: whole tiles
-  add(DType::f16, 64, 32, 1, 1000, 16, false, ragged);
+  add(DType::f16, 64, 8, 1, 4096, 64, true, {4000});     // pages of 64: 64-key tiles
+  add(DType::f16, 64, 32, 1, 1000, 16, false, ragged);   // pages of 16: 64-key tiles
   add(DType::bf16, 64, 8, 16, 32768, 0, true, {30001});  // 64 rows a block: 64-key tiles
   add(DType::f16, 64, 8, 8, 4096, 48, true, ragged);     // 32 rows, pages of 48
+  add(DType::bf16, 64, 8, 2, 8192, 256, true, ragged);   // pages of 256: 128-key tiles
+  add(DType::bf16, 64, 32, 1, 4096, 128, true, ragged);  // pages of 128: 128-key tiles
+  add(DType::f16, 64, 8, 1, 8192, 0, true, ragged);      // contiguous: 128-key tiles
   const int sms = sm_count();
-  int alike = 0, d64 = 0;
+  int alike = 0, wide = 0;
   for (const CacheCase& c : cases) {
     SCOPED_TRACE(c.describe());
     const HostData h = make_host_data(c);
@@ -1381,7 +1384,7 @@ TEST(PagedSame, Rung65IsRung64BitForBitButForItsTiles) {
     ASSERT_EQ(a.refused, "");
     ASSERT_EQ(b.refused, "");
     EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
-    const int64_t keys = r65::tile_keys(c.d, c.nq * (c.hq / c.hkv) <= 16);
+    const int64_t keys = r65::tile_keys(c.d, c.nq * (c.hq / c.hkv) <= 16, c.page);
     if (keys == 64) {
       EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
       EXPECT_EQ(bitwise_differences(a, b), 0);
@@ -1399,10 +1402,10 @@ TEST(PagedSame, Rung65IsRung64BitForBitButForItsTiles) {
                   ? 0
                   : r65::split_workspace_bytes(splits, c.batch(), c.hq, c.nq, c.d))
         << splits << " splits";
-    ++d64;
+    ++wide;
   }
-  EXPECT_EQ(alike, 7);
-  EXPECT_EQ(d64, 3);
+  EXPECT_EQ(alike, 9);
+  EXPECT_EQ(wide, 3);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {

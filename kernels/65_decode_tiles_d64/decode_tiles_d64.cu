@@ -73,15 +73,14 @@ constexpr float kLn2 = 0.69314718055994530942f;
 
 // The stages of the cp.async ring (splits.h): 3 where a tile of K and V is 32 KiB or more
 // (d >= 128), 4 below.
-template <int kHeadDim, bool kKeyWarps>
+template <int kHeadDim, int kBc>
 constexpr int stages() {
-  return ring_stages(int64_t{2} * tile_keys(kHeadDim, kKeyWarps) * kHeadDim * 2);
+  return ring_stages(int64_t{2} * kBc * kHeadDim * 2);
 }
 
-template <int kHeadDim, bool kKeyWarps>
+template <int kHeadDim, int kBc>
 constexpr int smem_bytes() {
-  return (kRows + 2 * stages<kHeadDim, kKeyWarps>() * tile_keys(kHeadDim, kKeyWarps)) *
-         kHeadDim * 2;
+  return (kRows + 2 * stages<kHeadDim, kBc>() * kBc) * kHeadDim * 2;
 }
 
 // Calls f with the head dim as a compile-time constant: d in {64, 96, 128, 192} (supports).
@@ -98,22 +97,30 @@ void with_head_dim(int64_t d, F&& f) {
   }
 }
 
-// Whether a block's rows, Nq x H_q / H_kv, fit one warp: the key warps' instances (rung 48), whose
-// tiles hold 128 keys at d = 64 (rung 65).
+// Whether a block's rows, Nq x H_q / H_kv, fit one warp: the key warps' instances (rung 48).
 inline bool key_warps(const AttnParams& p) {
   return p.seqlen_q * (p.heads_q / p.heads_kv) <= 16;
 }
 
-// Calls f with the head dim and the key warps (std::true_type or false_type) as compile-time
-// constants: each pair is an instance with its own tile, ring and shared memory.
+// Calls f with the call's instance as compile-time constants: the head dim, the key warps
+// (std::true_type or false_type) and the keys of a tile (splits.h's tile_keys: rung 65's 128 at
+// d = 64 for key warps where a tile lies in one page, else 64). Each is an instance with its own
+// ring and shared memory.
 template <typename F>
 void with_instance(const AttnParams& p, F&& f) {
+  using Keys64 = std::integral_constant<int, 64>;
   with_head_dim(p.head_dim, [&](auto d) {
-    if (key_warps(p)) {
-      f(d, std::true_type{});
-    } else {
-      f(d, std::false_type{});
+    if (!key_warps(p)) {
+      f(d, std::false_type{}, Keys64{});
+      return;
     }
+    if constexpr (tile_keys(decltype(d)::value, true, 0) == 128) {
+      if (tile_keys(p.head_dim, true, p.page_size) == 128) {
+        f(d, std::true_type{}, std::integral_constant<int, 128>{});
+        return;
+      }
+    }
+    f(d, std::true_type{}, Keys64{});
   });
 }
 
@@ -165,17 +172,16 @@ __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t
 }
 
 // The same copy where the tile spans pages (page_size a multiple of 16 that the tile's keys do
-// not divide): the tile's kBc keys are kRuns runs of kRunKeys keys each, and a run lies inside
-// one page, since pages and runs both start at multiples of kRunKeys keys. Runs of 16 keys take
-// any such page (four at 64 keys, eight at rung 65's 128); rung 65's 128-key tiles take pages of
-// a multiple of 64 keys in two runs of 64. run[q] is run q's first row in global memory, and
-// the threads copy the runs one after the other: run q's kRunKeys rows x d / 8 chunks of 16
-// bytes, a thread a chunk a step, so that which run a copy reads is known at compile time. Rows
-// >= `valid` (past n) read their run's first row, zero-filled.
-template <typename T, int kHeadDim, int kRunKeys, int kRuns>
+// not divide): the tile's kBc keys are kRuns = kBc / 16 runs of 16 keys (four at 64 keys, eight
+// at rung 65's 128), and a run lies inside one page, since pages and runs both start at
+// multiples of 16 keys. run[q] is run q's first row in global memory, and the threads copy the
+// runs one after the other: run q's 16 rows x d / 8 chunks of 16 bytes, a thread a chunk a step,
+// so that which run a copy reads is known at compile time. Rows >= `valid` (past n) read their
+// run's first row, zero-filled.
+template <typename T, int kHeadDim, int kRuns>
 __device__ __forceinline__ void copy_kv_runs(uint32_t dst, const T* const (&run)[kRuns],
                                              int64_t stride, int valid) {
-  constexpr int kChunks = kHeadDim / 8, kRunChunks = kRunKeys * kChunks;
+  constexpr int kChunks = kHeadDim / 8, kRunChunks = 16 * kChunks;
 #pragma unroll
   for (int q = 0; q < kRuns; ++q) {
 #pragma unroll
@@ -183,8 +189,8 @@ __device__ __forceinline__ void copy_kv_runs(uint32_t dst, const T* const (&run)
       const int i = i0 + static_cast<int>(threadIdx.x);
       if (kRunChunks % kThreads != 0 && i >= kRunChunks) continue;
       const int row = i / kChunks, c = i % kChunks * 8;  // row of the run, column
-      const bool in = kRunKeys * q + row < valid;
-      ptx::cp_async::copy_16(dst + swizzle::byte_offset(kRunKeys * q + row, c, kHeadDim),
+      const bool in = 16 * q + row < valid;
+      ptx::cp_async::copy_16(dst + swizzle::byte_offset(16 * q + row, c, kHeadDim),
                              run[q] + (in ? row * stride : 0) + c, in ? 16 : 0);
     }
   }
@@ -214,7 +220,7 @@ constexpr int kBarBytes = 16;
 // rung 59 does, from its own shared memory: the combine kernel's arithmetic term for term (rung
 // 57's bits). kThreads / rows threads share a row, each works out its weights and takes every
 // per-th of the block's groups of the row.
-template <typename T, int kD, bool kKeyWarps>
+template <typename T, int kD, int kBc>
 __device__ __forceinline__ void cluster_combine(const AttnParams& p, unsigned char* smem, int rows,
                                                 int g, int nq, int64_t b, int64_t hk) {
   constexpr int kGroups = kD / 4;  // groups of 4 columns a row
@@ -228,7 +234,7 @@ __device__ __forceinline__ void cluster_combine(const AttnParams& p, unsigned ch
   const int groups = (kGroups - rank + splits - 1) / splits;  // the block's groups of a row
   const int slots = (kGroups + splits - 1) / splits;          // G, a row's slots a split
   // Every split's share has landed (the bytes counted at the kernel's start).
-  ptx::cluster::wait_bytes(ptx::smem_addr(smem) + smem_bytes<kD, kKeyWarps>());
+  ptx::cluster::wait_bytes(ptx::smem_addr(smem) + smem_bytes<kD, kBc>());
   if (tid < rows * per) {
     const int row = tid / per;
     float ls[kClusterSplits];
@@ -287,7 +293,7 @@ __device__ __forceinline__ void cluster_combine(const AttnParams& p, unsigned ch
 // and LSE = ln 2 (M + log2 L), c = scale log2 e. The four go through shared memory, over the Q
 // tile and the K/V ring (read no more once every warp is past its last tile). Then warp w
 // writes columns [w d / 4, (w + 1) d / 4) of the real rows: lane 2 i + h row i, d / 8 columns.
-template <typename T, int kD, bool kCluster>
+template <typename T, int kD, int kBc, bool kCluster>
 __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part_o,
                                                 float* part_lse, unsigned char* smem,
                                                 float (&rO)[kD / 8][4],
@@ -377,7 +383,7 @@ __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part
     const int splits = static_cast<int>(gridDim.x), slots = (kD / 4 + splits - 1) / splits;
     const uint32_t rank = ptx::cluster::ctarank();
     const uint32_t aRecv = ptx::smem_addr(smem + merge_bytes<kD>());
-    const uint32_t bar = ptx::smem_addr(smem) + smem_bytes<kD, true>();
+    const uint32_t bar = ptx::smem_addr(smem) + smem_bytes<kD, kBc>();
 #pragma unroll
     for (int c = 0; c < kCols; c += 4) {
       const int gi = (c0 + c) / 4, owner = gi % splits;
@@ -409,18 +415,17 @@ __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part
 // keys [kBc / 4 w, kBc / 4 (w + 1)) of each tile, and the four results merge at the end
 // (merge_key_warps); else warp w owns rows [16 w, 16 w + 16) on all kBc keys. The instances
 // without kCluster are rung 57's kernel.
-template <typename T, int kHeadDim, bool kKeyWarps, bool kCluster>
+template <typename T, int kHeadDim, int kBc, bool kKeyWarps, bool kCluster>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const AttnParams p, float* part_o, float* part_lse) {
   constexpr int kD = kHeadDim, kKSteps = kD / 16, kOTiles = kD / 8;
-  constexpr int kBc = tile_keys(kD, kKeyWarps);  // rung 65: 128 keys at d = 64 with key warps
   // A warp's keys of a tile, and their n-tiles of 8.
   constexpr int kKeysW = kKeyWarps ? kBc / 4 : kBc, kSTiles = kKeysW / 8;
   constexpr uint32_t kStageBytes = kBc * kD * 2;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t aQ = ptx::smem_addr(smem);
   const uint32_t aK = aQ + kRows * kD * 2;
-  constexpr int kStages = stages<kHeadDim, kKeyWarps>();
+  constexpr int kStages = stages<kHeadDim, kBc>();
   const uint32_t aV = aK + kStages * kStageBytes;
 
   // The combine (launched after this grid with programmatic serialization) may start once every
@@ -445,7 +450,7 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (kCluster) {
     if (threadIdx.x == 0) {
       const int groups = (kD / 4 - static_cast<int>(ptx::cluster::ctarank()) + splits - 1) / splits;
-      ptx::cluster::expect_bytes(aQ + smem_bytes<kHeadDim, kKeyWarps>(),
+      ptx::cluster::expect_bytes(aQ + smem_bytes<kHeadDim, kBc>(),
                                  static_cast<uint32_t>(splits * rows * (16 * groups + 4)));
     }
   }
@@ -511,9 +516,8 @@ __global__ void __launch_bounds__(kThreads)
   // K_j and V_j into stage j % kStages, by every thread (the padding warps too). Where the
   // tile's kBc keys lie in one page (page_size a multiple of kBc): its page and first row, looked
   // up once (the same table entry for every thread: one load, from L1 mostly), then rung 38's
-  // copy. Smaller pages: the page of each run of 16 keys, or of 64 for a 128-key tile in pages
-  // of a multiple of 64 (copy_kv_runs). Without a table a key's page is its sequence: page b,
-  // row = the key, by the batch stride.
+  // copy. Smaller pages: the page of each run of 16 keys (copy_kv_runs). Without a table a key's
+  // page is its sequence: page b, row = the key, by the batch stride.
   const bool tile_in_page = table == nullptr || page_size % kBc == 0;
   // The cursor, for a call with a block table: the next tile's first key is row cur_row of
   // page table[cur_index]. One division here, for the split's first key; issue_tile moves the
@@ -524,43 +528,33 @@ __global__ void __launch_bounds__(kThreads)
     cur_index = first_key / page_size;
     cur_row = first_key - cur_index * page_size;
   }
-  // Run q holds keys kRunKeys q.. of the tile, from the cursor on: kRunKeys rows on a run, into
-  // the next page where this one ends (a multiple of kRunKeys rows); after the last run the
-  // cursor is at the next tile. A run past the sequence's keys (kRunKeys q >= valid) copies
-  // nothing and is not looked up (its entry may be unset): it reads the first run's entry.
-  auto issue_runs = [&](uint32_t stage, int valid, auto run_keys) {
-    constexpr int kRunKeys = decltype(run_keys)::value, kRuns = kBc / kRunKeys;
-    const int first_index = cur_index, first_row = cur_row;
-    const T* k_run[kRuns];
-    const T* v_run[kRuns];
-#pragma unroll
-    for (int q = 0; q < kRuns; ++q) {
-      const bool in = kRunKeys * q < valid;
-      const int64_t page = table[in ? cur_index : first_index];
-      const int64_t at = in ? cur_row : first_row;
-      k_run[q] = gK + page * p.k_stride.batch + at * p.k_stride.row;
-      v_run[q] = gV + page * p.v_stride.batch + at * p.v_stride.row;
-      cur_row += kRunKeys;
-      if (cur_row == page_size) {
-        cur_row = 0;
-        ++cur_index;
-      }
-    }
-    copy_kv_runs<T, kD, kRunKeys>(aK + stage, k_run, p.k_stride.row, valid);
-    copy_kv_runs<T, kD, kRunKeys>(aV + stage, v_run, p.v_stride.row, valid);
-  };
   auto issue_tile = [&](int j) {
     const uint32_t stage = static_cast<uint32_t>(j % kStages) * kStageBytes;
     const int valid = min(kBc, nk - (first_key + j * kBc));
     if (!tile_in_page) {
-      // Rung 65: a 128-key tile over pages of a multiple of 64 keys is two runs of 64.
-      if constexpr (kBc > 64) {
-        if (page_size % 64 == 0) {
-          issue_runs(stage, valid, std::integral_constant<int, 64>{});
-          return;
+      // Run q holds keys 16 q.. of the tile, from the cursor on: 16 rows on a run, into the next
+      // page where this one ends (a multiple of 16 rows); after the last run the cursor is at
+      // the next tile. A run past the sequence's keys (16 q >= valid) copies nothing and is not
+      // looked up (its entry may be unset): it reads the first run's entry instead.
+      const int first_index = cur_index, first_row = cur_row;
+      constexpr int kRuns = kBc / 16;
+      const T* k_run[kRuns];
+      const T* v_run[kRuns];
+#pragma unroll
+      for (int q = 0; q < kRuns; ++q) {
+        const bool in = 16 * q < valid;
+        const int64_t page = table[in ? cur_index : first_index];
+        const int64_t at = in ? cur_row : first_row;
+        k_run[q] = gK + page * p.k_stride.batch + at * p.k_stride.row;
+        v_run[q] = gV + page * p.v_stride.batch + at * p.v_stride.row;
+        cur_row += 16;
+        if (cur_row == page_size) {
+          cur_row = 0;
+          ++cur_index;
         }
       }
-      issue_runs(stage, valid, std::integral_constant<int, 16>{});
+      copy_kv_runs<T, kD>(aK + stage, k_run, p.k_stride.row, valid);
+      copy_kv_runs<T, kD>(aV + stage, v_run, p.v_stride.row, valid);
       return;
     }
     // The tile lies in one page (a multiple of kBc keys): one table entry for every thread, then
@@ -735,9 +729,9 @@ __global__ void __launch_bounds__(kThreads)
   // block takes part, the padding warps' too. Rung 60: each split pushes its partial to the
   // blocks that merge it.
   if constexpr (kKeyWarps) {
-    merge_key_warps<T, kD, kCluster>(p, part_o, part_lse, smem, rO, row_max, row_sum, rows, g,
+    merge_key_warps<T, kD, kBc, kCluster>(p, part_o, part_lse, smem, rO, row_max, row_sum, rows, g,
                                      nq, b, hk, scale_log2);
-    if constexpr (kCluster) cluster_combine<T, kD, kKeyWarps>(p, smem, rows, g, nq, b, hk);
+    if constexpr (kCluster) cluster_combine<T, kD, kBc>(p, smem, rows, g, nq, b, hk);
     return;
   }
   if constexpr (kCluster) {
@@ -783,7 +777,7 @@ __global__ void __launch_bounds__(kThreads)
       const int slots = (kD / 4 + splits - 1) / splits;
       const uint32_t rank = ptx::cluster::ctarank();
       const uint32_t aRecv = ptx::smem_addr(smem + merge_bytes<kD>());
-      const uint32_t bar = aQ + smem_bytes<kHeadDim, kKeyWarps>();
+      const uint32_t bar = aQ + smem_bytes<kHeadDim, kBc>();
 #pragma unroll
       for (int nt = 0; nt < kOTiles; ++nt) {
         const int gi = 2 * nt + quad / 2, owner = gi % splits;
@@ -808,7 +802,7 @@ __global__ void __launch_bounds__(kThreads)
       if (quad == 0) part_lse[part_row] = lse;
     }
   }
-  if constexpr (kCluster) cluster_combine<T, kD, kKeyWarps>(p, smem, rows, g, nq, b, hk);
+  if constexpr (kCluster) cluster_combine<T, kD, kBc>(p, smem, rows, g, nq, b, hk);
 }
 
 // The combine: grid (rows / 4 rounded up), 128 threads; warp w of block x merges row
@@ -931,12 +925,14 @@ std::string supports(const AttnParams& p) {
   if (p.batch > 65535) return "B must be <= 65535 (the grid's z dimension)";
   if (p.heads_kv > 65535) return "H_kv must be <= 65535 (the grid's y dimension)";
   int smem = 0;
-  with_instance(p, [&](auto d, auto kw) {
-    smem = smem_bytes<decltype(d)::value, decltype(kw)::value>();
+  int keys = 64;
+  with_instance(p, [&](auto d, auto, auto bc) {
+    smem = smem_bytes<decltype(d)::value, decltype(bc)::value>();
+    keys = decltype(bc)::value;
   });
   const std::string refusal = shared_memory_refusal(smem, p.head_dim);
-  if (refusal.empty() || p.head_dim != 64 || !key_warps(p)) return refusal;
-  return refusal + ": a block whose rows fit one warp reads tiles of 128 keys at d = 64";
+  if (refusal.empty() || keys == 64) return refusal;
+  return refusal + ", for tiles of 128 keys (rows that fit one warp, the tile in one page)";
 }
 
 // The rows the block computes: Nq g rounded up to whole warps of 16 (the padding warps skip).
@@ -944,7 +940,7 @@ TileShape tile(const AttnParams& p) {
   const int64_t g = p.heads_q / (p.heads_kv > 0 ? p.heads_kv : 1);
   const int64_t rows = p.seqlen_q > kRows || g > kRows ? kRows : p.seqlen_q * g;
   return {static_cast<int>(rows >= kRows ? kRows : (rows + 15) / 16 * 16),
-          tile_keys(p.head_dim, rows <= 16)};
+          tile_keys(p.head_dim, rows <= 16, p.page_size)};
 }
 
 // The device's figures the split rule asks for: its SMs, and the blocks of decode_kernel an SM
@@ -989,9 +985,9 @@ bool runs_clusters(Kernel kernel, int smem) {
   return count > 0;
 }
 
-template <typename T, int kHeadDim, bool kKeyWarps>
+template <typename T, int kHeadDim, int kBc, bool kKeyWarps>
 Figures device_figures() {
-  constexpr int kSmem = smem_bytes<kHeadDim, kKeyWarps>();
+  constexpr int kSmem = smem_bytes<kHeadDim, kBc>();
   thread_local int known_device = -1;
   thread_local Figures known;
   int device = 0;
@@ -1002,15 +998,15 @@ Figures device_figures() {
   }
   if (device == known_device) return known;
   if (cudaDeviceGetAttribute(&f.sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaFuncSetAttribute(decode_kernel<T, kHeadDim, kKeyWarps, false>,
+      cudaFuncSetAttribute(decode_kernel<T, kHeadDim, kBc, kKeyWarps, false>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&f.blocks_per_sm,
-                                                    decode_kernel<T, kHeadDim, kKeyWarps, false>,
-                                                    kThreads, kSmem) != cudaSuccess) {
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &f.blocks_per_sm, decode_kernel<T, kHeadDim, kBc, kKeyWarps, false>, kThreads, kSmem) !=
+          cudaSuccess) {
     cudaGetLastError();
     return Figures{};
   }
-  f.clusters = runs_clusters(decode_kernel<T, kHeadDim, kKeyWarps, true>, kSmem + kBarBytes);
+  f.clusters = runs_clusters(decode_kernel<T, kHeadDim, kBc, kKeyWarps, true>, kSmem + kBarBytes);
   for (int s = 2; f.clusters && s <= kClusterSplits; ++s) f.fit[s] = clusters_one_block_an_sm(s);
   f.alone = smem_one_block_an_sm();
   known_device = device;
@@ -1020,10 +1016,9 @@ Figures device_figures() {
 
 // The splits of this call on the current device (choose_splits, then rung 50's price_splits:
 // splits.h).
-template <typename T, int kHeadDim, bool kKeyWarps>
+template <typename T, int kHeadDim, int kBc, bool kKeyWarps>
 int splits_for(const AttnParams& p) {
-  const Figures f = device_figures<T, kHeadDim, kKeyWarps>();
-  constexpr int kBc = tile_keys(kHeadDim, kKeyWarps);
+  const Figures f = device_figures<T, kHeadDim, kBc, kKeyWarps>();
   constexpr int64_t kTileBytes = int64_t{2} * kBc * kHeadDim * 2;
   const int64_t blocks = p.batch * p.heads_kv, tiles = (p.seqlen_k + kBc - 1) / kBc;
   const int waves = choose_splits(blocks, f.sms, split_slots_per_sm(kTileBytes, f.blocks_per_sm),
@@ -1034,9 +1029,9 @@ int splits_for(const AttnParams& p) {
 
 // Whether this call's splits merge in a cluster on the current device (splits.h). Rung 61: only
 // where its B x H_kv clusters all run at once, each block on an SM of its own.
-template <typename T, int kHeadDim, bool kKeyWarps>
+template <typename T, int kHeadDim, int kBc, bool kKeyWarps>
 bool merges_in_cluster(const AttnParams& p, int splits) {
-  const Figures f = device_figures<T, kHeadDim, kKeyWarps>();
+  const Figures f = device_figures<T, kHeadDim, kBc, kKeyWarps>();
   return combines_in_cluster(splits, p.batch * p.heads_kv,
                              splits <= kClusterSplits ? f.fit[splits] : 0);
 }
@@ -1049,9 +1044,10 @@ int64_t workspace(const AttnParams& p) {
   bool cluster = false;
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    with_instance(p, [&](auto d, auto kw) {
-      splits = splits_for<T, decltype(d)::value, decltype(kw)::value>(p);
-      cluster = merges_in_cluster<T, decltype(d)::value, decltype(kw)::value>(p, splits);
+    with_instance(p, [&](auto d, auto kw, auto bc) {
+      constexpr int kD = decltype(d)::value, kBc = decltype(bc)::value;
+      splits = splits_for<T, kD, kBc, decltype(kw)::value>(p);
+      cluster = merges_in_cluster<T, kD, kBc, decltype(kw)::value>(p, splits);
     });
   });
   if (cluster) return 0;
@@ -1076,22 +1072,20 @@ bool combine_waits() {
   return known;
 }
 
-// The launch of instance (d, kKeyWarps): with_instance picks it from the call's rows (the key
-// warps' where they fit one warp).
-template <typename T, int kHeadDim, bool kKeyWarps>
+// The launch of instance (d, kBc, kKeyWarps), which with_instance picks.
+template <typename T, int kHeadDim, int kBc, bool kKeyWarps>
 void launch_typed(const AttnParams& p, cudaStream_t stream) {
-  constexpr int kSmem = smem_bytes<kHeadDim, kKeyWarps>();
+  constexpr int kSmem = smem_bytes<kHeadDim, kBc>();
   static_assert(cluster_bytes<kHeadDim>() <= kSmem, "merge_key_warps' and the cluster's buffers");
-  auto kernel = decode_kernel<T, kHeadDim, kKeyWarps, false>;
-  const int splits = splits_for<T, kHeadDim, kKeyWarps>(p);
+  auto kernel = decode_kernel<T, kHeadDim, kBc, kKeyWarps, false>;
+  const int splits = splits_for<T, kHeadDim, kBc, kKeyWarps>(p);
   // Rung 62: a split grid of big tiles and long chunks asks more than half an SM, so that it runs
   // the waves of one block an SM that the rule counted (splits.h); one split, or the cluster, as
   // before.
-  constexpr int kBc = tile_keys(kHeadDim, kKeyWarps);
   const int64_t tiles = (p.seqlen_k + kBc - 1) / kBc;
   const int split_smem = split_launch_smem(int64_t{2} * kBc * kHeadDim * 2,
                                            (tiles + splits - 1) / splits, kSmem,
-                                           device_figures<T, kHeadDim, kKeyWarps>().alone);
+                                           device_figures<T, kHeadDim, kBc, kKeyWarps>().alone);
   FL_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem));
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(p.heads_kv),
@@ -1100,11 +1094,11 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
     kernel<<<grid, kThreads, kSmem, stream>>>(p, nullptr, nullptr);
     return;
   }
-  if (merges_in_cluster<T, kHeadDim, kKeyWarps>(p, splits)) {
+  if (merges_in_cluster<T, kHeadDim, kBc, kKeyWarps>(p, splits)) {
     // Rung 58: the splits of (hk, b) are one cluster (its x extent is the grid's: rank = split),
     // and the kernel's kCluster instance merges them there (its shared memory attribute was set
     // by device_figures, through runs_clusters).
-    kernel = decode_kernel<T, kHeadDim, kKeyWarps, true>;
+    kernel = decode_kernel<T, kHeadDim, kBc, kKeyWarps, true>;
     cudaLaunchAttribute cluster{};
     cluster.id = cudaLaunchAttributeClusterDimension;
     cluster.val.clusterDim.x = static_cast<unsigned>(splits);
@@ -1150,8 +1144,8 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
 void launch(const AttnParams& p, cudaStream_t stream) {
   dispatch_dtype(p.dtype, [&](auto t) {
     using T = decltype(t);
-    with_instance(p, [&](auto d, auto kw) {
-      launch_typed<T, decltype(d)::value, decltype(kw)::value>(p, stream);
+    with_instance(p, [&](auto d, auto kw, auto bc) {
+      launch_typed<T, decltype(d)::value, decltype(bc)::value, decltype(kw)::value>(p, stream);
     });
   });
 }

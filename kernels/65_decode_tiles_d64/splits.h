@@ -3,9 +3,9 @@
 // of a split, rung 57's share of a sequence's tiles, rungs 58-61's clusters, rung 62's cut-off
 // past one wave and launch, rung 63's cut-off at d = 128, rung 64's price at d = 96 and rung
 // 65's tiles of 128 keys at d = 64, in plain integers (no CUDA): the kernel's host side asks them
-// with the device's figures, the tests with made-up ones, and the split kernel asks split_tiles
-// and tile_keys. The rule is asked with the capacity seqlen_k (the host cannot read the cache
-// lengths); the keys each split takes are cut on the device, from the lengths.
+// with the device's figures, the tests with made-up ones, and the split kernel asks split_tiles.
+// The rule is asked with the capacity seqlen_k (the host cannot read the cache lengths); the
+// keys each split takes are cut on the device, from the lengths.
 //
 // A decode grid has blocks = B x H_kv blocks. Where one wave of them fills enough of the GPU
 // there is nothing to gain: one split. Else each (KV head, batch) may be cut into s chunks of
@@ -27,14 +27,17 @@ namespace k65_decode_tiles_d64 {
 // d = 128's, and every rule below that reads a tile's bytes (the ring, the slots, the cut-off,
 // the price, the launch alone) held it for a small tile: three blocks an SM, four stages, an 80%
 // cut-off, no price. With 128 keys a d = 64 tile is d = 128's 32 KiB, and those rules take it as
-// they take d = 128's. That is for a block whose rows fit one warp (`key_warps`: rows <= 16,
-// rung 48's key warps), which reads K and V and does little else. A block of more rows does up
-// to four times the tensor work a key, and the 104 KiB of 128-key tiles leave two such blocks an
-// SM where 72 KiB left three: on an H200, GQA 32/8 with 16 query rows (64 rows a block) ran
-// 0.65-0.98x rung 64 at B = 8 with 1024-131072 keys, and 0.72-0.88x at B = 1 with 1024, 32768
-// and 131072 (1.07-1.17x with 4096 and 8192). Those blocks, and other head dims, keep 64 keys.
-constexpr int tile_keys(int64_t head_dim, bool key_warps) {
-  return head_dim == 64 && key_warps ? 128 : 64;
+// they take d = 128's. Two kinds of call keep 64 keys (measured on an H200 against rung 64):
+//   - a block of more rows than one warp (key_warps false): up to four times the tensor work a
+//     key, and 104 KiB blocks leave two an SM where 72 KiB left three. GQA 32/8 with 16 query
+//     rows (64 rows a block) ran 0.65-0.98x rung 64 at B = 8, and at B = 1 0.72-0.88x with
+//     1024, 32768 and 131072 keys (1.07-1.17x with 4096 and 8192);
+//   - a tile across pages (page_size, 0 without a table, not a multiple of 128): copied in runs
+//     that each lie in a page (eight of 16 keys, or two of 64), GQA 32/8 at B = 8 with 32768
+//     keys read 0.64x rung 64 through pages of 16 and 0.75-0.87x through pages of 64.
+// Other head dims keep 64 keys.
+constexpr int tile_keys(int64_t head_dim, bool key_warps, int64_t page_size) {
+  return head_dim == 64 && key_warps && page_size % 128 == 0 ? 128 : 64;
 }
 
 constexpr int kMaxSplits = 128;          // the combine reads at most this many partials a row
