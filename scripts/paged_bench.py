@@ -34,7 +34,9 @@ L2 flushed before every run (compare_sdpa's Timer). Every arm's output must equa
 contiguous arm bit for bit (the same keys in the same order of tiles), else the script exits 1; an
 arm whose pages do not divide Nk (a capacity past Nk, from which the splits are decided), another
 rung's contiguous arm, the exact arm and the peers (the same keys split otherwise) are held to
-1e-2 instead. The last thing printed is a table: GB/s per arm and paged / contiguous.
+1e-2 instead. So is an arm of pages that are no multiple of 128 keys and does not equal its
+contiguous arm: a rung may size its tile by the pages (rung 65 at d = 64 reads 128-key tiles
+where a tile lies in one page, 64-key tiles else); the line printed says so. The last thing printed is a table: GB/s per arm and paged / contiguous.
 
   python3 scripts/paged_bench.py --out docs/results/h100_paged.json
   python3 scripts/paged_bench.py --kernels 48,49 --pages 16,64,256   # two rungs, one process
@@ -216,6 +218,13 @@ def main():
                 what = f"differs from {first} by {err:.3g} > 1e-2"
             else:
                 same, what = torch.equal(out, want), "differs from its contiguous arm"
+                if not same and page % 128:
+                    # Pages that hold no whole 128-key tile: perhaps another tile (rung 65).
+                    err = (out.float() - want.float()).abs().max().item()
+                    same = err <= 1e-2
+                    print(f"  B={b} Nk={nk} L={length or '-'} {name}: not its contiguous arm's "
+                          f"bits (pages of {page}: another tile?), within {err:.3g} of it")
+                    what = f"differs from its contiguous arm by {err:.3g} > 1e-2"
             failed |= not same
             if not same:
                 print(f"  B={b} Nk={nk} L={length or '-'} {name}: output {what}")

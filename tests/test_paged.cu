@@ -276,6 +276,7 @@ struct RunResult {
   int64_t run_diffs = 0;  // O and LSE elements that differ bitwise between the two runs
   int64_t workspace_bytes = 0;
   std::vector<uint8_t> workspace;  // after the first run, where run_case is asked to keep it
+  int tile_keys = 0;               // the keys of the kernel's tile for this call (its tile())
 };
 
 // Runs kernel k on case c twice, O, the LSE and the workspace poisoned (NaN) before each run.
@@ -358,6 +359,7 @@ RunResult run_case(const fl::KernelInfo& k, const CacheCase& c, const HostData& 
     p.page_size = c.page;
   }
   RunResult r;
+  if (k.tile != nullptr) r.tile_keys = k.tile(p).bc;
   r.workspace_bytes = fl::workspace_bytes(k, p);
   if (r.workspace_bytes > 0) {
     ws.resize(r.workspace_bytes);
@@ -529,7 +531,10 @@ class Paged : public ::testing::TestWithParam<std::tuple<fl::DType, int64_t>> {}
 TEST_P(Paged, PassesTheCacheGrid) {
   // Each shape's data and references are made once; the cache is laid out five ways (pages of
   // 64, 16, 48 and 256 keys, shuffled, and the contiguous cache with lengths alone), each held to
-  // the references, and all must agree bit for bit (the same tiles reach the same math).
+  // the references, and all runs of the same tile must agree bit for bit (the same tiles reach
+  // the same math). Rung 65's tile at d = 64 depends on the pages (128 keys where a tile lies
+  // in one page, with rows that fit one warp): the contiguous cache and pages of 256 then agree
+  // with each other, and pages of 16, 48 and 64 with each other.
   FL_REQUIRE_GPU();
   FOR_EACH_CACHE_RUNG(k) {
     SCOPED_TRACE(k->name());
@@ -557,16 +562,29 @@ TEST_P(Paged, PassesTheCacheGrid) {
             const HostData h = make_host_data(c);
             const std::vector<SeqReference> refs = references(*k, c, h, cublas);
             std::vector<RunResult> runs;
+            std::vector<int64_t> pages;
             for (int64_t page : {64, 16, 48, 256, 0}) {
               c.page = page;
               SCOPED_TRACE(c.describe());
               runs.push_back(run_case(*k, c, h));
+              pages.push_back(page);
               SKIP_ON_SHARED_MEMORY(runs.back());
               EXPECT_EQ(check_run(c, runs.back(), refs), "");
-              EXPECT_EQ(bitwise_differences(runs.back(), runs.front()), 0)
-                  << "page " << page << " against pages of 64";
+              // The first earlier run of the same tile.
+              size_t same = 0;
+              while (runs[same].tile_keys != runs.back().tile_keys) ++same;
+              EXPECT_EQ(bitwise_differences(runs.back(), runs[same]), 0)
+                  << "page " << page << " against page " << pages[same] << " ("
+                  << runs.back().tile_keys << "-key tiles)";
               ++ran;
             }
+            // Every rung's tile is the same through pages of 16, 48 and 64; rung 65's alone
+            // differs, for the contiguous cache and pages of 256 at d = 64.
+            const bool wide = k->number == 65 && d == 64 && nq * (hh[0] / hh[1]) <= 16;
+            EXPECT_EQ(runs[0].tile_keys, runs[1].tile_keys);
+            EXPECT_EQ(runs[0].tile_keys, runs[2].tile_keys);
+            EXPECT_EQ(runs[3].tile_keys != runs[0].tile_keys, wide);
+            EXPECT_EQ(runs[4].tile_keys, runs[3].tile_keys);
           }
         }
       }
