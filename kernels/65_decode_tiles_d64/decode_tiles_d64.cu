@@ -4,15 +4,15 @@
 //            is 16 KiB of K and V, and the split rule's measured lines (the ring of three stages,
 //            one slot an SM, rung 63's 60% cut-off, rung 50's price, rung 62's launch alone) all
 //            read 32 KiB tiles: d = 64 took none of them and was behind the faster peer on every
-//            shape timed (0.877-0.998x); under Nsight Compute (MHA, B = 8, 32768 keys) its split
-//            kernel read at 87.5% of DRAM's peak, cuDNN's at 92%
+//            shape timed on an H100 (0.877-0.998x); under Nsight Compute (MHA, B = 8, 32768 keys)
+//            its split kernel read at 87.5% of DRAM's peak, cuDNN's at 92%
 // changes:   at d = 64 a block whose rows fit one warp (the key warps' instances) reads tiles of
-//            128 keys (splits.h's tile_keys): 32 KiB of K and V, d = 128's size, so every rule
-//            above takes such a call as d = 128's; a key warp takes 32 keys of each tile, a paged
-//            tile that spans pages is eight runs of 16 keys. Blocks of more rows and other head
-//            dims keep rung 64's tiles, code and counts
-// expect:    d = 64 calls of up to 16 rows a block faster than rung 64 (not yet measured in this
-//            form); rung 64 elsewhere, bit for bit
+//            128 keys where each tile lies in one page (splits.h's tile_keys): 32 KiB of K and V,
+//            d = 128's size, so every rule above takes such a call as d = 128's; a key warp takes
+//            32 keys of each tile. Other calls keep rung 64's tiles, code and counts
+// expect:    d = 64 calls of up to 16 rows a block faster than rung 64, at or above the faster
+//            peer (H200: 36 of 43 faster, seven 0.922-0.995x; 14 of 29 one-row calls at or above
+//            the peer, rung 64 4); rung 64 elsewhere, bit for bit
 // supports:  rung 58's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
 //            block table (page_size a multiple of 16), both or neither
@@ -23,8 +23,8 @@
 // tiles of its split that hold some of the sequence's n keys (n = seqlens_k[b], or Nk); rows =
 // Nq g <= 64 of the tile are real, the rest padding (zero queries, computed by an active warp,
 // never stored).
-// A tile holds kBc = tile_keys(d, kKeyWarps) keys: 128 at d = 64 with key warps, else 64. Warp
-// w owns tile rows [16 w, 16 w + 16) (with key warps: rows 0-15 and keys [kBc / 4 w,
+// A tile holds kBc keys (tile_keys): 128 at d = 64 with key warps and a tile in one page, else
+// 64. Warp w owns tile rows [16 w, 16 w + 16) (with key warps: rows 0-15 and keys [kBc / 4 w,
 // kBc / 4 (w + 1)) of each tile, below); a lane holds rows row0 + group and + 8 (the mma
 // accumulator layout, lane = 4 group + quad). For each K/V tile j of the split:
 //   S = Q_w K_j^T         (16 rows x kBc keys per warp, or kBc / 4 with key warps; fp32)
@@ -172,12 +172,12 @@ __device__ __forceinline__ void copy_kv_tile(uint32_t dst, const T* src, int64_t
 }
 
 // The same copy where the tile spans pages (page_size a multiple of 16 that the tile's keys do
-// not divide): the tile's kBc keys are kRuns = kBc / 16 runs of 16 keys (four at 64 keys, eight
-// at rung 65's 128), and a run lies inside one page, since pages and runs both start at
-// multiples of 16 keys. run[q] is run q's first row in global memory, and the threads copy the
-// runs one after the other: run q's 16 rows x d / 8 chunks of 16 bytes, a thread a chunk a step,
-// so that which run a copy reads is known at compile time. Rows >= `valid` (past n) read their
-// run's first row, zero-filled.
+// not divide): the tile's kBc keys are kRuns = kBc / 16 runs of 16 keys (four: rung 65's
+// 128-key tiles lie in one page by tile_keys' rule), and a run lies inside one page, since pages
+// and runs both start at multiples of 16 keys. run[q] is run q's first row in global memory, and
+// the threads copy the runs one after the other: run q's 16 rows x d / 8 chunks of 16 bytes, a
+// thread a chunk a step, so that which run a copy reads is known at compile time. Rows >=
+// `valid` (past n) read their run's first row, zero-filled.
 template <typename T, int kHeadDim, int kRuns>
 __device__ __forceinline__ void copy_kv_runs(uint32_t dst, const T* const (&run)[kRuns],
                                              int64_t stride, int valid) {
