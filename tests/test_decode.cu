@@ -68,6 +68,7 @@
 #include "kernels/63_decode_split_cutoff/splits.h"
 #include "kernels/64_decode_price_d96/splits.h"
 #include "kernels/65_decode_tiles_d64/splits.h"
+#include "kernels/66_decode_half_grid/splits.h"
 
 namespace {
 
@@ -89,6 +90,7 @@ namespace split62 = fl::k62_decode_split_waves;      // rung 62: the waves the r
 namespace split63 = fl::k63_decode_split_cutoff;     // rung 63: the cut-off for big tiles
 namespace split64 = fl::k64_decode_price_d96;        // rung 64: the price at d = 96
 namespace split65 = fl::k65_decode_tiles_d64;        // rung 65: tiles of 128 keys at d = 64
+namespace split66 = fl::k66_decode_half_grid;        // rung 66: lone blocks past half the SMs
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -865,6 +867,73 @@ TEST(DecodeRules, Rung65TilesOf128KeysAtD64) {
                                            tiles65, split65::cut_pct(t65));
     EXPECT_EQ(split65::price_splits(w65, c.blocks, 132, tiles65, t65, c.rows, 2), c.r65)
         << c.blocks << " blocks, " << c.nk << " keys";
+  }
+}
+
+TEST(DecodeRules, Rung66SplitsTheLoneBlocksOfAGridOnHalfTheSMs) {
+  // Rung 66's rule is rung 65's but for the price's limit on lone blocks (half = 1, no split):
+  // 1 MiB of K and V only for a grid of more than half the SMs (floor(SMs / 2 / blocks) = 0);
+  // a grid on half the SMs or fewer is held to 256 KiB, as every other count. The waves' count,
+  // the tiles and the slots are rung 65's; the two prices differ exactly where rung 65 keeps
+  // one split of more than 256 KiB (at most 1 MiB) for a grid on half the SMs or fewer, and
+  // there rung 66 takes the waves' count.
+  int moved = 0;
+  for (int sms : {7, 132}) {
+    for (int64_t blocks : {1, 2, 3, 4, 8, 32, 33, 34, 40, 64, 66, 67, 72, 80, 96, 128, 192, 512}) {
+      for (int64_t tiles : {1, 4, 5, 8, 12, 16, 24, 32, 48, 64, 256, 1024}) {
+        for (int64_t rows : {1, 4, 16, 17, 64}) {
+          for (int64_t d : {64, 96, 128, 192}) {
+            const int64_t keys = split66::tile_keys(d, rows <= 16, 0), tb = 2 * keys * d * 2;
+            ASSERT_EQ(keys, split65::tile_keys(d, rows <= 16, 0));
+            const int per_sm = d == 192 ? 1 : (tb == 16 * 1024 ? 3 : 2);
+            const int w = split66::choose_splits(
+                blocks, sms, split66::split_slots_per_sm(tb, per_sm), tiles, split66::cut_pct(tb));
+            ASSERT_EQ(w, split65::choose_splits(blocks, sms,
+                                                split65::split_slots_per_sm(tb, per_sm), tiles,
+                                                split65::cut_pct(tb)));
+            const int s65 = split65::price_splits(w, blocks, sms, tiles, tb, rows, per_sm);
+            const int s66 = split66::price_splits(w, blocks, sms, tiles, tb, rows, per_sm);
+            const bool half_grid = 2 * blocks <= sms;
+            if (s65 == 1 && w > 1 && half_grid && tiles * tb > 256 * 1024) {
+              ASSERT_LE(tiles * tb, 1024 * 1024) << "rung 65's lone limit";
+              ASSERT_EQ(s66, w) << blocks << " blocks, " << tiles << " tiles, d = " << d;
+              ++moved;
+            } else {
+              ASSERT_EQ(s66, s65) << blocks << " blocks, " << tiles << " tiles, d = " << d;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(moved, 0);
+  // On 132 SMs, one query row, worked out from the rules (rung 65 -> rung 66): GQA 32/8 at B = 8
+  // (64 blocks) with 4096 keys at d = 64 (32 tiles of 128 keys, 1 MiB): 1 -> 2; with 2048 keys at
+  // d = 128: 1 -> 2; at B = 5 with 1024 keys at d = 96 (384 KiB): 1 -> 6; MHA 32/32 at B = 2 with
+  // 1024 keys at d = 192 (768 KiB): 1 -> 2. Unmoved: GQA at B = 8 with 512 keys at d = 128 (256
+  // KiB: one split for both), with 4096 keys (2 MiB: the waves' 2 for both); grids past half the
+  // SMs, whose waves' count would split, one split for both: GQA at B = 9 with 1024 keys at
+  // d = 128 (72 blocks), at B = 16 with 1024 keys at d = 96 (128 blocks) and at B = 12 with 1024
+  // keys at d = 192 (96 blocks).
+  struct Call {
+    int64_t blocks, nk, d;
+    int r65, r66;
+  };
+  for (const Call& c : {Call{64, 4096, 64, 1, 2}, Call{64, 2048, 128, 1, 2},
+                        Call{40, 1024, 96, 1, 6}, Call{64, 1024, 192, 1, 2},
+                        Call{64, 512, 128, 1, 1}, Call{64, 4096, 128, 2, 2},
+                        Call{72, 1024, 128, 1, 1}, Call{128, 1024, 96, 1, 1},
+                        Call{96, 1024, 192, 1, 1}}) {
+    const int64_t keys = split66::tile_keys(c.d, true, 0), tb = 2 * keys * c.d * 2;
+    const int64_t tiles = c.nk / keys;
+    const int per_sm = c.d == 192 ? 1 : 2;
+    const int w = split66::choose_splits(c.blocks, 132, split66::split_slots_per_sm(tb, per_sm),
+                                         tiles, split66::cut_pct(tb));
+    EXPECT_EQ(split65::price_splits(w, c.blocks, 132, tiles, tb, 4, per_sm), c.r65)
+        << c.blocks << " blocks, " << c.nk << " keys, d = " << c.d;
+    EXPECT_EQ(split66::price_splits(w, c.blocks, 132, tiles, tb, 4, per_sm), c.r66)
+        << c.blocks << " blocks, " << c.nk << " keys, d = " << c.d;
+    if (c.blocks > 66) EXPECT_GT(w, 1) << c.blocks << " blocks: the waves' count would split";
   }
 }
 

@@ -63,6 +63,7 @@
 #include "kernels/63_decode_split_cutoff/splits.h"
 #include "kernels/64_decode_price_d96/splits.h"
 #include "kernels/65_decode_tiles_d64/splits.h"
+#include "kernels/66_decode_half_grid/splits.h"
 
 namespace {
 
@@ -532,7 +533,7 @@ TEST_P(Paged, PassesTheCacheGrid) {
   // Each shape's data and references are made once; the cache is laid out five ways (pages of
   // 64, 16, 48 and 256 keys, shuffled, and the contiguous cache with lengths alone), each held to
   // the references, and all runs of the same tile must agree bit for bit (the same tiles reach
-  // the same math). Rung 65's tile at d = 64 depends on the pages (128 keys where a tile lies
+  // the same math). Rung 65's tile (and rung 66's) at d = 64 depends on the pages (128 keys where a tile lies
   // in one page, with rows that fit one warp): the contiguous cache and pages of 256 then agree
   // with each other, and pages of 16, 48 and 64 with each other.
   FL_REQUIRE_GPU();
@@ -578,9 +579,9 @@ TEST_P(Paged, PassesTheCacheGrid) {
                   << runs.back().tile_keys << "-key tiles)";
               ++ran;
             }
-            // Every rung's tile is the same through pages of 16, 48 and 64; rung 65's alone
-            // differs, for the contiguous cache and pages of 256 at d = 64.
-            const bool wide = k->number == 65 && d == 64 && nq * (hh[0] / hh[1]) <= 16;
+            // Every rung's tile is the same through pages of 16, 48 and 64; rung 65's (and
+            // rung 66's, its copy) differs, for the contiguous cache and pages of 256 at d = 64.
+            const bool wide = k->number >= 65 && d == 64 && nq * (hh[0] / hh[1]) <= 16;
             EXPECT_EQ(runs[0].tile_keys, runs[1].tile_keys);
             EXPECT_EQ(runs[0].tile_keys, runs[2].tile_keys);
             EXPECT_EQ(runs[3].tile_keys != runs[0].tile_keys, wide);
@@ -1424,6 +1425,84 @@ TEST(PagedSame, Rung65IsRung64BitForBitButForItsTiles) {
   }
   EXPECT_EQ(alike, 9);
   EXPECT_EQ(wide, 3);
+}
+
+TEST(PagedSame, Rung66IsRung65BitForBitWhereItSplitsAlike) {
+  // Rung 66 holds the lone blocks of a grid on half the SMs or fewer to the price's 256 KiB of K
+  // and V, where rung 65 let them read 1 MiB, and changes nothing else: where its count is rung
+  // 65's it writes rung 65's bits with rung 65's workspace, through pages of 16-256 (shuffled
+  // and in order), the contiguous cache, every head dim, one query row and more, grids past
+  // half the SMs among them; where the count differs (rung 65 one split of 256 KiB-1 MiB) it is
+  // the waves' count, and the call asks that count's workspace (none where the splits merge in
+  // a cluster).
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k65 = forward_rung(65);
+  const fl::KernelInfo* k66 = forward_rung(66);
+  if (k65 == nullptr || k66 == nullptr) GTEST_SKIP() << "rungs 65 and 66 are not both built";
+  namespace r65 = fl::k65_decode_tiles_d64;
+  namespace r66 = fl::k66_decode_half_grid;
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               660 + cases.size()));
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {1000, 1, 1024, 333, 700, 0, 512, 100};
+  const std::vector<int32_t> five = {1000, 0, 1, 300, 777};
+  add(DType::f16, 128, 8, 1, 2048, 64, true, ragged);   // 64 blocks, 1 MiB: 1 -> 2
+  add(DType::bf16, 128, 8, 1, 1024, 0, true, five);     // 40 blocks, 512 KiB: 1 -> 3
+  add(DType::f16, 64, 8, 1, 4096, 0, true, ragged);     // 128-key tiles, 1 MiB: 1 -> 2
+  add(DType::bf16, 64, 8, 2, 4096, 256, false, ragged); // pages of 256: 128-key tiles, 1 -> 2
+  add(DType::f16, 96, 8, 1, 1024, 16, true, ragged);    // 384 KiB: 1 -> 4
+  add(DType::bf16, 96, 32, 4, 2048, 48, true, {2000, 7});  // MHA, 4 rows: 1 -> 4
+  add(DType::f16, 192, 8, 1, 1024, 64, true, ragged);   // 768 KiB: 1 -> 2
+  add(DType::f16, 128, 8, 1, 512, 64, true, ragged);    // 256 KiB: one split for both
+  add(DType::bf16, 128, 8, 1, 8192, 0, true, {8000});   // B = 1: rung 65's count
+  add(DType::f16, 64, 8, 16, 4096, 0, true, ragged);    // 64 rows a block: not priced
+  add(DType::f16, 64, 8, 1, 4096, 64, true, ragged);    // pages of 64: 64-key tiles, unpriced
+  add(DType::bf16, 128, 8, 1, 8192, 128, true, ragged); // 4 MiB a lone block: the waves' count
+  std::vector<int32_t> nine = ragged;
+  nine.push_back(900);
+  add(DType::f16, 128, 8, 1, 1024, 64, true, nine);     // 72 blocks, past half: one split
+  add(DType::bf16, 96, 32, 1, 2048, 0, true, {2000, 1, 2048, 5});  // 128 blocks: one split
+  const int sms = sm_count();
+  int alike = 0, moved = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k65, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k66, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(a.tile_keys, b.tile_keys);
+    const int64_t rows = c.nq * (c.hq / c.hkv), keys = b.tile_keys, tb = 2 * keys * c.d * 2;
+    const int64_t tiles = (c.capacity + keys - 1) / keys, blocks = c.batch() * c.hkv;
+    const int per_sm = c.d == 192 ? 1 : (tb == 16 * 1024 ? 3 : 2);
+    const int waves = r66::choose_splits(blocks, sms, r66::split_slots_per_sm(tb, per_sm), tiles,
+                                         r66::cut_pct(tb));
+    const int s65 = r65::price_splits(waves, blocks, sms, tiles, tb, rows, per_sm);
+    const int s66 = r66::price_splits(waves, blocks, sms, tiles, tb, rows, per_sm);
+    if (s66 == s65) {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      ++alike;
+      continue;
+    }
+    EXPECT_EQ(s65, 1);
+    EXPECT_EQ(s66, waves);
+    const bool cluster = merges_in_cluster(*k66, s66, blocks);
+    EXPECT_EQ(b.workspace_bytes,
+              cluster ? 0 : r66::split_workspace_bytes(s66, c.batch(), c.hq, c.nq, c.d))
+        << s66 << " splits";
+    ++moved;
+  }
+  if (sms >= 128 && sms <= 133) {
+    EXPECT_EQ(moved, 7) << "the seven calls of a grid on half the SMs, 256 KiB-1 MiB a block";
+    EXPECT_EQ(alike, 7);
+  }
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
