@@ -919,8 +919,13 @@ TEST(DecodeRules, Rung66SplitsTheLoneBlocksOfAGridOnHalfTheSMs) {
     int64_t blocks, nk, d;
     int r65, r66;
   };
+  // Page 66's table: also GQA at B = 5 with 2048 keys at d = 96 (40 blocks): 1 -> 6; at B = 8
+  // with 1024 keys at d = 128: 1 -> 2, and at d = 96: 1 -> 4; at B = 5 with 1024 keys at d = 192:
+  // 1 -> 3.
   for (const Call& c : {Call{64, 4096, 64, 1, 2}, Call{64, 2048, 128, 1, 2},
                         Call{40, 1024, 96, 1, 6}, Call{64, 1024, 192, 1, 2},
+                        Call{40, 2048, 96, 1, 6}, Call{64, 1024, 128, 1, 2},
+                        Call{64, 1024, 96, 1, 4}, Call{40, 1024, 192, 1, 3},
                         Call{64, 512, 128, 1, 1}, Call{64, 4096, 128, 2, 2},
                         Call{72, 1024, 128, 1, 1}, Call{128, 1024, 96, 1, 1},
                         Call{96, 1024, 192, 1, 1}}) {

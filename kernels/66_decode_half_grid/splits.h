@@ -165,8 +165,9 @@ inline int price_splits(int waves, int64_t blocks, int sms, int64_t key_tiles,
     return waves;
   }
   const int64_t chunk = (key_tiles + half - 1) / half * tile_bytes;  // a block's K and V bytes
-  const bool lone = sms / 2 < blocks;  // rung 66: a grid past half the SMs
-  return chunk <= (lone ? kLoneChunkBytes : kShortChunkBytes) ? static_cast<int>(half) : waves;
+  const bool past_half = sms / 2 < blocks;  // rung 66: only such a grid's lone blocks read 1 MiB
+  return chunk <= (past_half ? kLoneChunkBytes : kShortChunkBytes) ? static_cast<int>(half)
+                                                                   : waves;
 }
 
 // Rung 57: split s of S takes the tiles [s T / S, (s + 1) T / S) of T, the tiles of the batch's
