@@ -46,7 +46,7 @@ class Scripts(unittest.TestCase):
     def test_byte_compile(self):
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("compare_sdpa.py", "plus1_bench.py", "gqa_bench.py", "decode_bench.py",
-                         "paged_bench.py"):
+                         "paged_bench.py", "sanitize_cache.py"):
                 with self.subTest(script=name):
                     py_compile.compile(os.path.join(SCRIPTS, name), doraise=True,
                                        cfile=os.path.join(tmp, name + "c"))
