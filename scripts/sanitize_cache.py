@@ -6,9 +6,9 @@ reach the decode rungs only through the C API. This script makes them: for each 
 pair, query length (1, and the most rows of one warp: 16 / g, or 1), batch (one sequence of 523
 keys; five of 1000, 0, 1, 300 and 777) and page size (0: the contiguous cache with lengths;
 else pages of that many keys, shuffled), one call of `flash_ladder.attention_with_kvcache`
-(causal, capacity 1024), each checked against a float32 reference (2e-2; a row that sees no key
-is 0). The sanitizer is the test; the check catches a launch that did nothing. Exit 1 if any call
-is wrong.
+(causal, capacity 1024, or --capacity: a larger one splits the call more, most splits empty),
+each checked against a float32 reference (2e-2; a row that sees no key is 0). The sanitizer is
+the test; the check catches a launch that did nothing. Exit 1 if any call is wrong.
 
   compute-sanitizer --tool racecheck --kernel-name kns=k66_ --error-exitcode 9 \\
       python3 scripts/sanitize_cache.py --kernel 66 --d 64,128 --pages 0,64,256
@@ -62,7 +62,13 @@ def main():
     ap.add_argument("--heads", type=heads, default=[(32, 8), (8, 8)],
                     help="H_q/H_kv pairs (default 32/8,8/8)")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="fp16")
+    ap.add_argument("--capacity", type=int, default=CAPACITY,
+                    help=f"keys of each sequence's cache (default {CAPACITY}; at least "
+                         f"{max(max(x) for x in LENGTHS)}, a multiple of every page size)")
     args = ap.parse_args()
+    longest = max(max(x) for x in LENGTHS)
+    if args.capacity < longest or any(p and args.capacity % p for p in args.pages):
+        ap.error(f"--capacity must be >= {longest} and a multiple of every page size")
     kernel = args.kernel if args.kernel == "best" else int(args.kernel)
     dt, dev = DTYPES[args.dtype], "cuda"
     torch.manual_seed(0)
@@ -75,11 +81,11 @@ def main():
                     for page in args.pages:
                         b = len(lens)
                         q = torch.randn(b, nq, hq, d, device=dev, dtype=dt)
-                        k = torch.randn(b, CAPACITY, hkv, d, device=dev, dtype=dt)
-                        v = torch.randn(b, CAPACITY, hkv, d, device=dev, dtype=dt)
+                        k = torch.randn(b, args.capacity, hkv, d, device=dev, dtype=dt)
+                        v = torch.randn(b, args.capacity, hkv, d, device=dev, dtype=dt)
                         seqlens = torch.tensor(lens, dtype=torch.int32, device=dev)
                         if page:
-                            npg = CAPACITY // page
+                            npg = args.capacity // page
                             perm = torch.randperm(b * npg, device=dev)
                             kp = torch.empty(b * npg, page, hkv, d, device=dev, dtype=dt)
                             vp = torch.empty_like(kp)
@@ -103,7 +109,8 @@ def main():
                                 wrong += 1
                                 print(f"WRONG kernel {kernel} d {d} heads {hq}/{hkv} nq {nq} "
                                       f"page {page} sequence {i}: max error {err}")
-    print(f"sanitize_cache.py kernel {kernel} {args.dtype} d {args.d}: {calls} calls, "
+    print(f"sanitize_cache.py kernel {kernel} {args.dtype} d {args.d} capacity {args.capacity}: "
+          f"{calls} calls, "
           f"{wrong} wrong")
     return 1 if wrong else 0
 

@@ -69,6 +69,7 @@
 #include "kernels/64_decode_price_d96/splits.h"
 #include "kernels/65_decode_tiles_d64/splits.h"
 #include "kernels/66_decode_half_grid/splits.h"
+#include "kernels/67_decode_d96_one_wave/splits.h"
 
 namespace {
 
@@ -91,6 +92,7 @@ namespace split63 = fl::k63_decode_split_cutoff;     // rung 63: the cut-off for
 namespace split64 = fl::k64_decode_price_d96;        // rung 64: the price at d = 96
 namespace split65 = fl::k65_decode_tiles_d64;        // rung 65: tiles of 128 keys at d = 64
 namespace split66 = fl::k66_decode_half_grid;        // rung 66: lone blocks past half the SMs
+namespace split67 = fl::k67_decode_d96_one_wave;     // rung 67: short d = 96 calls, one wave
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -939,6 +941,73 @@ TEST(DecodeRules, Rung66SplitsTheLoneBlocksOfAGridOnHalfTheSMs) {
     EXPECT_EQ(split66::price_splits(w, c.blocks, 132, tiles, tb, 4, per_sm), c.r66)
         << c.blocks << " blocks, " << c.nk << " keys, d = " << c.d;
     if (c.blocks > 66) EXPECT_GT(w, 1) << c.blocks << " blocks: the waves' count would split";
+  }
+}
+
+TEST(DecodeRules, Rung67RunsAShortD96CallInOneWaveOfOneBlockAnSM) {
+  // Rung 67 asks the rule again with one slot an SM for a d = 96 block of rows in one warp, and
+  // takes that count where it is one wave (blocks x splits <= SMs) of blocks reading under 1 MiB
+  // of K and V each; elsewhere (0) rung 66's count stands. The rules it asks are rung 66's.
+  int moved = 0;
+  for (int sms : {7, 78, 114, 132}) {
+    for (int64_t blocks : {1, 2, 3, 8, 16, 24, 32, 40, 56, 64, 66, 67, 96, 128, 132, 133, 264}) {
+      for (int64_t tiles : {1, 4, 5, 8, 12, 16, 32, 42, 43, 64, 128, 256, 512, 2048}) {
+        for (int64_t rows : {1, 4, 16, 17, 64}) {
+          for (int64_t d : {64, 96, 128, 192}) {
+            const int64_t tb = 2 * split67::tile_keys(d, rows <= 16, 0) * d * 2;
+            const int per_sm = d == 192 ? 1 : (tb == 16 * 1024 ? 3 : 2);
+            auto count = [&](int slots, int price_slots) {
+              return split66::price_splits(
+                  split66::choose_splits(blocks, sms, slots, tiles, split66::cut_pct(tb)), blocks,
+                  sms, tiles, tb, rows, price_slots);
+            };
+            const int s66 = count(split66::split_slots_per_sm(tb, per_sm), per_sm);
+            const int one = split67::one_wave_splits(blocks, sms, tiles, tb, rows);
+            ASSERT_EQ(split67::choose_splits(blocks, sms, split67::split_slots_per_sm(tb, per_sm),
+                                             tiles, split67::cut_pct(tb)),
+                      split66::choose_splits(blocks, sms, split66::split_slots_per_sm(tb, per_sm),
+                                             tiles, split66::cut_pct(tb)));
+            if (d != 96 || rows > 16) {
+              ASSERT_EQ(one, 0) << "d = " << d << ", " << rows << " rows";
+              continue;
+            }
+            const int s1 = count(1, 1);  // the count for one slot an SM
+            const int64_t chunk = (tiles + s1 - 1) / s1 * tb;
+            const bool wave = blocks * s1 <= sms && chunk < 1024 * 1024;
+            ASSERT_EQ(one, wave ? s1 : 0) << blocks << " blocks, " << tiles << " tiles, " << sms;
+            if (one == 0 || one == s66) continue;
+            // Where it moves, it takes fewer splits, and the grid is on half the SMs or fewer.
+            EXPECT_LT(one, s66) << blocks << " blocks, " << tiles << " tiles, " << sms << " SMs";
+            EXPECT_LE(2 * blocks, sms) << blocks << " blocks, " << tiles << " tiles";
+            ++moved;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(moved, 0);
+  // On 132 SMs (two 108 KiB blocks an SM), d = 96, worked out from the rules (rung 66 -> rung
+  // 67): GQA 32/8 at B = 1 (8 blocks) with 8192 and 32768 keys: 29 -> 15 (15 x 5-9 tiles, then
+  // 35); with 131072 keys 29 for both (15 splits would read 3.2 MiB each); at B = 2 with 8192
+  // keys 15 -> 8; at B = 8 (64 blocks) with 2048 keys 4 -> 2, with 32768 keys 4 for both (2
+  // splits of 6 MiB); MHA 32/32 at B = 1 with 8192 keys 8 -> 4; GQA at B = 5 with 1024 keys
+  // 6 -> 3. A block of 64 rows (GQA with 16 query rows) keeps rung 66's count.
+  struct Call {
+    int64_t blocks, nk, rows;
+    int r66, r67;
+  };
+  for (const Call& c : {Call{8, 8192, 4, 29, 15}, Call{8, 32768, 4, 29, 15},
+                        Call{8, 131072, 4, 29, 29}, Call{16, 8192, 4, 15, 8},
+                        Call{64, 2048, 4, 4, 2}, Call{64, 32768, 4, 4, 4},
+                        Call{32, 8192, 1, 8, 4}, Call{40, 1024, 4, 6, 3},
+                        Call{8, 8192, 64, 29, 29}}) {
+    const int64_t tb = 2 * 64 * 96 * 2, tiles = c.nk / 64;
+    const int w = split66::choose_splits(c.blocks, 132, 2, tiles, split66::cut_pct(tb));
+    EXPECT_EQ(split66::price_splits(w, c.blocks, 132, tiles, tb, c.rows, 2), c.r66)
+        << c.blocks << " blocks, " << c.nk << " keys, " << c.rows << " rows";
+    const int one = split67::one_wave_splits(c.blocks, 132, tiles, tb, c.rows);
+    EXPECT_EQ(one ? one : c.r66, c.r67)
+        << c.blocks << " blocks, " << c.nk << " keys, " << c.rows << " rows";
   }
 }
 

@@ -64,6 +64,7 @@
 #include "kernels/64_decode_price_d96/splits.h"
 #include "kernels/65_decode_tiles_d64/splits.h"
 #include "kernels/66_decode_half_grid/splits.h"
+#include "kernels/67_decode_d96_one_wave/splits.h"
 
 namespace {
 
@@ -1502,6 +1503,82 @@ TEST(PagedSame, Rung66IsRung65BitForBitWhereItSplitsAlike) {
   if (sms >= 128 && sms <= 133) {
     EXPECT_EQ(moved, 7) << "the seven calls of a grid on half the SMs, 256 KiB-1 MiB a block";
     EXPECT_EQ(alike, 7);
+  }
+}
+
+TEST(PagedSame, Rung67IsRung66BitForBitWhereItSplitsAlike) {
+  // Rung 67 gives a d = 96 call of rows in one warp the count for one slot an SM where that
+  // count is one wave of blocks reading under 1 MiB each, and changes nothing else: where its
+  // count is rung 66's it writes rung 66's bits with rung 66's workspace (other head dims, 64
+  // rows a block, long chunks, pages of 16-256 and the contiguous cache); where it differs the
+  // call is right against the reference and asks the workspace of rung 67's count (none where
+  // the splits merge in a cluster).
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k66 = forward_rung(66);
+  const fl::KernelInfo* k67 = forward_rung(67);
+  if (k66 == nullptr || k67 == nullptr) GTEST_SKIP() << "rungs 66 and 67 are not both built";
+  namespace r66 = fl::k66_decode_half_grid;
+  namespace r67 = fl::k67_decode_d96_one_wave;
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               670 + cases.size()));
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {1000, 1, 1024, 333, 700, 0, 512, 100};
+  const std::vector<int32_t> five = {4000, 0, 1, 3000, 777};
+  add(DType::f16, 96, 8, 1, 8192, 0, true, {8000});      // 8 blocks: 29 -> 15, the combine
+  add(DType::bf16, 96, 8, 1, 2048, 64, true, ragged);    // 64 blocks: 4 -> 2
+  add(DType::f16, 96, 8, 1, 1024, 16, true, ragged);     // 64 blocks, pages of 16: 4 -> 2
+  add(DType::bf16, 96, 32, 1, 4096, 256, false, {4000, 3});  // MHA, 64 blocks: 4 -> 2
+  add(DType::f16, 96, 8, 4, 4096, 48, true, five);       // 16 rows, 40 blocks: 6 -> 3
+  add(DType::bf16, 96, 32, 16, 8192, 128, true, {8000}); // MHA, 16 rows, 32 blocks: 8 -> 4
+  add(DType::f16, 96, 8, 1, 32768, 0, true, {30001, 5}); // 16 blocks, 1.5 MiB a block: 15
+  add(DType::f16, 96, 8, 16, 8192, 64, true, {8000});    // 64 rows a block: rung 66's count
+  add(DType::bf16, 96, 8, 1, 1024, 64, true, {1000, 3, 999, 5, 1, 700, 600, 500, 400, 1000,
+                                              900, 800, 700, 600, 500, 400});  // 128 blocks
+  add(DType::f16, 128, 8, 1, 8192, 0, true, {8000});     // d = 128: rung 66's count
+  add(DType::bf16, 64, 8, 1, 4096, 0, true, ragged);     // d = 64: rung 66's count
+  add(DType::f16, 192, 8, 1, 1024, 64, true, ragged);    // d = 192: rung 66's count
+  const int sms = sm_count();
+  int alike = 0, moved = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k66, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k67, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(a.tile_keys, b.tile_keys);
+    const int64_t rows = c.nq * (c.hq / c.hkv), keys = b.tile_keys, tb = 2 * keys * c.d * 2;
+    const int64_t tiles = (c.capacity + keys - 1) / keys, blocks = c.batch() * c.hkv;
+    const int per_sm = c.d == 192 ? 1 : (tb == 16 * 1024 ? 3 : 2);
+    const int s66 = r66::price_splits(
+        r66::choose_splits(blocks, sms, r66::split_slots_per_sm(tb, per_sm), tiles,
+                           r66::cut_pct(tb)),
+        blocks, sms, tiles, tb, rows, per_sm);
+    const int one = r67::one_wave_splits(blocks, sms, tiles, tb, rows);
+    const int s67 = one ? one : s66;
+    if (s67 == s66) {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      ++alike;
+      continue;
+    }
+    EXPECT_LT(s67, s66);
+    const bool cluster = merges_in_cluster(*k67, s67, blocks);
+    EXPECT_EQ(b.workspace_bytes,
+              s67 == 1 || cluster ? 0
+                                  : r67::split_workspace_bytes(s67, c.batch(), c.hq, c.nq, c.d))
+        << s67 << " splits";
+    ++moved;
+  }
+  if (sms >= 128 && sms <= 133) {
+    EXPECT_EQ(moved, 6) << "the six short d = 96 calls of rows in one warp";
+    EXPECT_EQ(alike, 6);
   }
 }
 
