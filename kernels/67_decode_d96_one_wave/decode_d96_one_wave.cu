@@ -8,8 +8,8 @@
 //            takes that count where it makes one wave (blocks x splits <= SMs) whose blocks
 //            each read under 1 MiB of K and V (splits.h's one_wave_splits); else rung 66's
 //            count. Host code only: the kernels are rung 66's
-// expect:    those calls (grids of up to half the SMs, 768-32768 keys) faster than rung 66
-//            (H200); rung 66 elsewhere, bit for bit
+// expect:    those calls (grids of up to half the SMs, caches of 641-40320 keys) faster than
+//            rung 66 (H200); rung 66 elsewhere, bit for bit
 // supports:  rung 58's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
 //            block table (page_size a multiple of 16), both or neither
