@@ -987,8 +987,8 @@ TEST(DecodeRules, Rung67RunsAShortD96CallInOneWaveOfOneBlockAnSM) {
   }
   EXPECT_GT(moved, 0);
   // On 132 SMs (two 108 KiB blocks an SM), d = 96, worked out from the rules (rung 66 -> rung
-  // 67): GQA 32/8 at B = 1 (8 blocks) with 8192 and 32768 keys: 29 -> 15 (15 x 5-9 tiles, then
-  // 35); with 131072 keys 29 for both (15 splits would read 3.2 MiB each); at B = 2 with 8192
+  // 67): GQA 32/8 at B = 1 (8 blocks) with 8192 and 32768 keys: 29 -> 15 (splits of 8-9 tiles,
+  // and of 34-35); with 131072 keys 29 for both (15 splits would read 3.2 MiB each); at B = 2 with 8192
   // keys 15 -> 8; at B = 8 (64 blocks) with 2048 keys 4 -> 2, with 32768 keys 4 for both (2
   // splits of 6 MiB); MHA 32/32 at B = 1 with 8192 keys 8 -> 4; GQA at B = 5 with 1024 keys
   // 6 -> 3. A block of 64 rows (GQA with 16 query rows) keeps rung 66's count.
