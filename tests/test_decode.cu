@@ -70,6 +70,7 @@
 #include "kernels/65_decode_tiles_d64/splits.h"
 #include "kernels/66_decode_half_grid/splits.h"
 #include "kernels/67_decode_d96_one_wave/splits.h"
+#include "kernels/68_decode_copy_steps/row_copy.h"
 
 namespace {
 
@@ -93,6 +94,7 @@ namespace split64 = fl::k64_decode_price_d96;        // rung 64: the price at d 
 namespace split65 = fl::k65_decode_tiles_d64;        // rung 65: tiles of 128 keys at d = 64
 namespace split66 = fl::k66_decode_half_grid;        // rung 66: lone blocks past half the SMs
 namespace split67 = fl::k67_decode_d96_one_wave;     // rung 67: short d = 96 calls, one wave
+namespace copy68 = fl::k68_decode_copy_steps;    // rung 68: copies of eight whole rows
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -1009,6 +1011,50 @@ TEST(DecodeRules, Rung67RunsAShortD96CallInOneWaveOfOneBlockAnSM) {
     EXPECT_EQ(one ? one : c.r66, c.r67)
         << c.blocks << " blocks, " << c.nk << " keys, " << c.rows << " rows";
   }
+}
+
+// Rung 68's plan of a copy of `rows` rows of d columns by 128 threads (row_copy.h): every 16-byte
+// chunk of every row is copied exactly once, by a thread below kCopiers, at the offset the swizzle
+// gives it, whether the offset is worked out at each step or moved by a constant.
+template <int kD>
+void check_row_copy(int rows, int rows_per_step, int copiers) {
+  using C = copy68::RowCopy<kD, 128>;
+  SCOPED_TRACE("d = " + std::to_string(kD) + ", " + std::to_string(rows) + " rows");
+  EXPECT_EQ(C::kRowsPerStep, rows_per_step);
+  EXPECT_EQ(C::kCopiers, copiers);
+  ASSERT_LE(C::kCopiers, 128);
+  std::vector<int> copies(static_cast<size_t>(rows) * C::kChunks, 0);
+  std::vector<int> at_offset(static_cast<size_t>(rows) * kD * 2 / 16, 0);
+  for (unsigned t = 0; t < static_cast<unsigned>(C::kCopiers); ++t) {
+    const int r0 = C::first_row(t), c = C::column(t);
+    ASSERT_LT(r0, C::kRowsPerStep);
+    for (int step = 0; r0 + step * C::kRowsPerStep < rows; ++step) {
+      const int r = r0 + step * C::kRowsPerStep;
+      ++copies[static_cast<size_t>(r) * C::kChunks + c / 8];
+      const int off = C::offset(r0, c, step);
+      ASSERT_EQ(off, fl::swizzle::byte_offset(r, c, kD)) << "thread " << t << ", step " << step;
+      ++at_offset[static_cast<size_t>(off) / 16];
+    }
+  }
+  for (size_t i = 0; i < copies.size(); ++i) {
+    ASSERT_EQ(copies[i], 1) << "row " << i / C::kChunks << ", chunk " << i % C::kChunks;
+  }
+  for (size_t i = 0; i < at_offset.size(); ++i) ASSERT_EQ(at_offset[i], 1) << "slot " << i;
+}
+
+TEST(DecodeRules, Rung68CopiesEveryChunkOnceWhereTheSwizzlePutsIt) {
+  // d = 96: steps of 8 rows (a period of the swizzle) by 96 threads, where rung 67 stepped 10
+  // rows by all 128 (row_copy.h's table); d = 192 keeps 5-row steps by 120 threads. The tiles
+  // (64 and 128 keys) and the 64-row Q tile; at d = 64-128 a run of 16 keys of a tile across
+  // pages too (d = 192's runs keep rung 67's chunk-by-chunk copy).
+  for (int rows : {16, 64, 128}) {
+    check_row_copy<64>(rows, 16, 128);
+    check_row_copy<96>(rows, 8, 96);
+    check_row_copy<128>(rows, 8, 128);
+    if (rows != 16) check_row_copy<192>(rows, 5, 120);
+  }
+  EXPECT_TRUE((copy68::RowCopy<96, 128>::kPeriodic));
+  EXPECT_FALSE((copy68::RowCopy<192, 128>::kPeriodic));
 }
 
 TEST(DecodeRules, SplitWorkspaceSize) {

@@ -1582,6 +1582,49 @@ TEST(PagedSame, Rung67IsRung66BitForBitWhereItSplitsAlike) {
   }
 }
 
+TEST(PagedSame, Rung68IsRung67BitForBit) {
+  // Rung 68 changes which thread copies which 16 bytes of a K, V or Q row (at d = 96 eight rows a
+  // step by 96 threads), not what lands in shared memory nor the splits: every call writes rung
+  // 67's bits with rung 67's workspace. The cases take both copies of a tile (in one page, and in
+  // runs of 16 keys across pages of 16 and 48), every head dim, 1-64 rows a block, one split,
+  // the combine kernel and a cluster; the cache's unused rows are NaN, so a copy from a wrong
+  // row or a chunk left unwritten shows.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k67 = forward_rung(67);
+  const fl::KernelInfo* k68 = forward_rung(68);
+  if (k67 == nullptr || k68 == nullptr) GTEST_SKIP() << "rungs 67 and 68 are not both built";
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               680 + cases.size()));
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {1000, 1, 1024, 333, 700, 0, 512, 100};
+  for (int64_t d : {64, 96, 128, 192}) {
+    add(DType::f16, d, 8, 1, 8192, 0, true, {8000});       // B = 1: many splits
+    add(DType::bf16, d, 8, 1, 2048, 16, true, ragged);     // pages of 16: runs
+    add(DType::f16, d, 8, 4, 4096, 48, true, {4000, 0, 1, 3000, 777});  // 16 rows, pages of 48
+    add(DType::bf16, d, 32, 1, 4096, 256, false, {4000, 3});  // MHA, pages of 256
+    add(DType::f16, d, 8, 16, 1024, 64, true, ragged);     // 64 rows a block
+    add(DType::bf16, d, 2, 3, 100, 0, false, {100, 100});  // 48 rows (Nq 3 x g 16)
+    cases.back().with_lengths = false;                     // a plain call
+  }
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k67, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k68, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(a.tile_keys, b.tile_keys);
+    EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+  }
+}
+
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
   // Lengths all equal to the capacity, on the contiguous cache and through a table of pages in
   // order (and shuffled), write what the plain call writes, bit for bit.
