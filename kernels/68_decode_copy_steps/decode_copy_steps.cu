@@ -531,12 +531,14 @@ __global__ void __launch_bounds__(kThreads)
   const int32_t* table =
       p.block_table == nullptr ? nullptr : p.block_table + b * p.block_table_stride;
   const int page_size = static_cast<int>(p.page_size);
-  // K_j and V_j into stage j % kStages, by every thread (the padding warps too). Where the
-  // tile's kBc keys lie in one page (page_size a multiple of kBc): its page and first row, looked
-  // up once (the same table entry for every thread: one load, from L1 mostly), then rung 38's
-  // copy. Smaller pages: the page of each run of 16 keys (copy_kv_runs). Without a table a key's
-  // page is its sequence: page b, row = the key, by the batch stride. Rung 65: the 128-key
-  // instances are launched only where this holds (tile_keys), so their runs path never runs.
+  // K_j and V_j into stage j % kStages, by the copying threads, the padding warps' too (RowCopy:
+  // all 128 at d = 64 and 128, 96 at d = 96, 120 at d = 192 but in runs across pages, which take
+  // all 128 there). Where the tile's kBc keys lie in one page (page_size a multiple of kBc): its
+  // page and first row, looked up once (the same table entry for every thread: one load, from L1
+  // mostly), then rung 38's copy. Smaller pages: the page of each run of 16 keys
+  // (copy_kv_runs). Without a table a key's page is its sequence: page b, row = the key, by the
+  // batch stride. Rung 65: the 128-key instances are launched only where this holds
+  // (tile_keys), so their runs path never runs.
   const bool tile_in_page = table == nullptr || page_size % kBc == 0;
   // The cursor, for a call with a block table: the next tile's first key is row cur_row of
   // page table[cur_index]. One division here, for the split's first key; issue_tile moves the
