@@ -185,16 +185,17 @@ __device__ __forceinline__ void copy_kv_runs(uint32_t dst, const T* const (&run)
                                              int64_t stride, int valid) {
   using C = RowCopy<kHeadDim, kThreads>;
   if constexpr (C::kPeriodic) {
+    static_assert(16 % C::kRowsPerStep == 0, "a run of 16 rows is whole steps");
     if (C::kCopiers < kThreads && static_cast<int>(threadIdx.x) >= C::kCopiers) return;
     const int r0 = C::first_row(threadIdx.x), c = C::column(threadIdx.x);
 #pragma unroll
     for (int q = 0; q < kRuns; ++q) {
 #pragma unroll
-      for (int step = 0; step < (16 + C::kRowsPerStep - 1) / C::kRowsPerStep; ++step) {
+      for (int step = 0; step < 16 / C::kRowsPerStep; ++step) {
         const int row = r0 + step * C::kRowsPerStep;  // row of the run
-        if (16 % C::kRowsPerStep != 0 && row >= 16) continue;
         const bool in = 16 * q + row < valid;
-        ptx::cp_async::copy_16(dst + 32 * q * kHeadDim + C::offset(r0, c, step),
+        // Run q's rows start 16 q rows of 2 d bytes into the stage.
+        ptx::cp_async::copy_16(dst + 16 * q * kHeadDim * 2 + C::offset(r0, c, step),
                                run[q] + (in ? row * stride : 0) + c, in ? 16 : 0);
       }
     }

@@ -13,7 +13,8 @@
 //   192     24             5            5              120        13 (the last partial)
 // A step of 8 rows is a whole period of the swizzle: chunk(r + 8, c) = chunk(r, c) for rows of
 // 8, 12, 16 and 24 chunks. So a thread's shared-memory offset moves by 8 rows of bytes at every
-// step and its global offset by 8 row strides: one address worked out, then constants. Rung 67
+// step and its row by 8 (the global address is that row's, or row 0 where the copy zero-fills):
+// one address worked out, then constants. Rung 67
 // stepped 10 rows at d = 96 with all 128 threads: the swizzle of row r there takes (r / 2) % 4,
 // which 10 rows change, so each of a thread's 7 steps worked out its address again, and the last
 // step was partial (64 = 6 x 10 + 4); at d = 96 and 192 each step also asked whether the thread
