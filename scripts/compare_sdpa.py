@@ -130,15 +130,32 @@ def make_params(q, k, v, o, causal, scale):
 # ------------------------------------------------------------------------------------------------
 # Timing
 # ------------------------------------------------------------------------------------------------
+# How a Timer empties the L2 before a timed run: both move twice its size through it.
+#  zeros: write the buffer. The L2 is left full of dirty lines, and the timed call pays for
+#         writing them back to HBM as its own reads evict them (up to the L2's size: a few
+#         microseconds where the call is bound by memory). A prefill or a training step finds
+#         an L2 like that (the kernel before it wrote its activations).
+#  reads: read the buffer (a sum). The L2 is left clean, as a decode step finds it (the kernels
+#         before it read weights and write a few rows).
+FLUSHES = ("zeros", "reads")
+
+
 class Timer:
-    def __init__(self, warmup, repeats, max_seconds, warmup_ms=200.0):
+    def __init__(self, warmup, repeats, max_seconds, warmup_ms=200.0, flush="zeros"):
+        if flush not in FLUSHES:
+            raise ValueError(f"Timer: flush must be one of {FLUSHES}, not {flush!r}")
         self.warmup, self.repeats, self.max_seconds = warmup, repeats, max_seconds
         self.warmup_ms = warmup_ms  # the warm-up's floor of GPU time
+        self.flush_mode = flush
         l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
-        self.flush_buf = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+        self.flush_buf = torch.zeros(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
+        self._flush_half = self.flush_buf.view(torch.float16)  # read as fp16: a fast sum
 
     def flush(self):
-        self.flush_buf.zero_()
+        if self.flush_mode == "zeros":
+            self.flush_buf.zero_()
+        else:
+            torch.ops.aten.sum.default(self._flush_half, dtype=torch.float32)
 
     def one(self, fn):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

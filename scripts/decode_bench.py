@@ -23,7 +23,10 @@ Nq in 1, 16) this times, in one process:
     bound by their launches, and a kernel can post more than 100%.
 
 Timing is compare_sdpa's: CUDA events around one call, the L2 flushed before every timed run (so
-even a K/V that would fit in the L2 is read from HBM), warm-up, median of --repeats; with --rounds
+even a K/V that would fit in the L2 is read from HBM; by default by reading a buffer twice its
+size, which leaves the L2 clean as a decode step finds it, where --flush zeros writes the buffer
+and charges each call for writing the dirty lines back: see docs/methodology.md, "The L2 flush"),
+warm-up, median of --repeats; with --rounds
 R (default 3) every implementation of a shape is timed R times, the order reversed in every other
 round, and each keeps the median of its R medians. With --graphs every timed call (SDPA's, the
 ceiling's, the ladder's) is captured once in a CUDA graph and timed by replaying it, as a decode
@@ -192,6 +195,8 @@ def parse_args(argv=None):
     ap.add_argument("--repeats", type=int, default=30, help="timed runs a round (default 30)")
     ap.add_argument("--warmup-ms", type=float, default=100.0,
                     help="GPU time of untimed runs before each timing (default 100)")
+    ap.add_argument("--flush", choices=cs.FLUSHES, default="reads",
+                    help="how the L2 is emptied before a timed run (default reads; see above)")
     ap.add_argument("--graphs", action="store_true",
                     help="time every call by replaying a CUDA graph of it (see above)")
     ap.add_argument("--seed", type=int, default=1234)
@@ -297,7 +302,7 @@ def run_shape(args, ladder, wanted, timer, s, k, v):
     f = decode_flops(b, hq, nq, nk, d, causal)
     ref = reference_b0(q, k, v, causal, scale)
     common = dict(dtype=args.dtype, d=d, causal=causal, B=b, H=hq, H_kv=hkv, N=nk, Nq=nq, Nk=nk,
-                  layout="bnhd", kv_bytes=nbytes,
+                  layout="bnhd", kv_bytes=nbytes, flush=args.flush,
                   qo_pct_of_kv=100.0 * qo_bytes(b, hq, nq, d, elem) / nbytes)
     if mask_note:
         common["mask_note"] = mask_note
@@ -468,10 +473,10 @@ def main():
     for key in (x.strip() for x in args.kernels.split(",") if x.strip()):
         wanted += ["best"] if key == "best" else [kn[0] for kn in cs.select_kernels(ladder, key)]
     gpu = torch.cuda.get_device_name()
-    print(f"GPU {gpu}, torch {torch.__version__}, kernels: {args.kernels}")
+    print(f"GPU {gpu}, torch {torch.__version__}, kernels: {args.kernels}, L2 flush: {args.flush}")
     # compare_sdpa's Timer with a lower warm-up floor: its 200 ms, paid by every implementation
     # in every round, would take most of the sweep's time where a run is microseconds.
-    timer = cs.Timer(3, args.repeats, 1.0, warmup_ms=args.warmup_ms)
+    timer = cs.Timer(3, args.repeats, 1.0, warmup_ms=args.warmup_ms, flush=args.flush)
     dtype = torch.float16 if args.dtype == "fp16" else torch.bfloat16
     rows, skipped = [], []
     kv_key, k, v = None, None, None
@@ -494,7 +499,7 @@ def main():
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "w") as fh:
-            json.dump({"gpu": gpu, "torch": torch.__version__,
+            json.dump({"gpu": gpu, "torch": torch.__version__, "flush": args.flush,
                        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                            timespec="seconds"),
                        "rows": cs.json_safe(rows), "skipped": skipped}, fh, indent=1)

@@ -30,7 +30,8 @@ of a cache call), and with --peers SDPA's FlashAttention-2 and cuDNN backends (e
 run on those L keys too. bytes = 2 x H_kv x (the sum of the lengths) x d x 2, which is
 2 x B x H_kv x Nk x d x 2 without --ragged; each arm captured in a CUDA graph and timed by its
 replay, the
-L2 flushed before every run (compare_sdpa's Timer). Every arm's output must equal its rung's
+L2 flushed before every run (compare_sdpa's Timer; --flush as decode_bench's, by default reads,
+which leave the L2 clean). Every arm's output must equal its rung's
 contiguous arm bit for bit (the same keys in the same order of tiles), else the script exits 1; an
 arm whose pages do not divide Nk (a capacity past Nk, from which the splits are decided), another
 rung's contiguous arm, the exact arm and the peers (the same keys split otherwise) are held to
@@ -124,6 +125,9 @@ def main():
                     help="also time each page size with its pages shuffled within each 2 MiB of "
                          "the pool (paged N within 2 MiB) and with the pool's 2 MiB spans "
                          "shuffled whole (paged N 2 MiB spans)")
+    ap.add_argument("--flush", choices=cs.FLUSHES, default="reads",
+                    help="how the L2 is emptied before a timed run (default reads: "
+                         "scripts/decode_bench.py)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--ragged", action="store_true",
@@ -148,10 +152,10 @@ def main():
     if args.peers and not fixed:
         ap.error("--peers needs --lengths (SDPA has no cache lengths)")
     hq, hkv = (int(x) for x in args.heads.split("/"))
-    timer = cs.Timer(3, args.repeats, 1.0)
+    timer = cs.Timer(3, args.repeats, 1.0, flush=args.flush)
     gen = torch.Generator(device="cpu").manual_seed(11)
     rows, failed = [], False
-    print(f"GPU {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(f"GPU {torch.cuda.get_device_name()}, torch {torch.__version__}, L2 flush: {args.flush}")
     cells = [(b, nk, length) for b in (int(x) for x in args.b.split(","))
              for nk in (int(x) for x in args.nk.split(","))
              for length in ([x for x in fixed if x < nk] if fixed else [None])]
@@ -243,13 +247,13 @@ def main():
             rows.append(dict(arm=name, B=b, Nk=nk, L=length, H=hq, H_kv=hkv, Nq=args.nq,
                              d=args.d, ragged=args.ragged, keys=keys, ms=ms,
                              round_ms=times[name], gbps=kv / (ms * 1e-3) / 1e9,
-                             graph=graphs[name][1]))
+                             graph=graphs[name][1], flush=args.flush))
         del q, k, v, arms, graphs, pools
         torch.cuda.empty_cache()
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-                       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                       "flush": args.flush, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                            timespec="seconds"), "rows": cs.json_safe(rows)}, fh, indent=1)
             fh.write("\n")
     names = list(dict.fromkeys(r["arm"] for r in rows))

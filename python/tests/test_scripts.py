@@ -46,7 +46,7 @@ class Scripts(unittest.TestCase):
     def test_byte_compile(self):
         with tempfile.TemporaryDirectory() as tmp:
             for name in ("compare_sdpa.py", "plus1_bench.py", "gqa_bench.py", "decode_bench.py",
-                         "paged_bench.py", "sanitize_cache.py"):
+                         "paged_bench.py", "sanitize_cache.py", "flush_trace.py"):
                 with self.subTest(script=name):
                     py_compile.compile(os.path.join(SCRIPTS, name), doraise=True,
                                        cfile=os.path.join(tmp, name + "c"))
@@ -118,6 +118,40 @@ class DecodeBench(unittest.TestCase):
         self.assertEqual(db.visible_pairs(16, 4096, True), 16 * 4096 - 15 * 16 // 2)
         self.assertEqual(db.visible_pairs(4, 2, True), 0 + 0 + 1 + 2)  # Nq > Nk: rows see none
         self.assertEqual(db.decode_flops(2, 32, 1, 1024, 128, False), 4.0 * 2 * 32 * 128 * 1024)
+
+    def test_flush_modes(self):
+        db, cs = self.db, sys.modules["compare_sdpa"]
+        self.assertEqual(db.parse_args([]).flush, "reads")
+        self.assertEqual(db.parse_args(["--flush", "zeros"]).flush, "zeros")
+        with mock.patch("sys.stderr"), self.assertRaises(SystemExit):
+            db.parse_args(["--flush", "memset"])
+        # The Timer's two flushes: zeros writes the buffer, reads sums it (as fp16) and writes
+        # nothing; both move twice the L2 through it.
+        torch, calls = sys.modules["torch"], []
+
+        class Buffer:
+            def __init__(self, n):
+                self.n = n
+
+            def zero_(self):
+                calls.append(("zero_", self.n))
+
+            def view(self, dtype):
+                return ("view", dtype, self.n)
+        torch.uint8 = "uint8"
+        torch.float32 = "float32"
+        torch.cuda = types.SimpleNamespace(
+            current_device=lambda: 0,
+            get_device_properties=lambda i: types.SimpleNamespace(L2_cache_size=50 << 20))
+        torch.zeros = lambda n, dtype, device: Buffer(n)
+        torch.ops = types.SimpleNamespace(aten=types.SimpleNamespace(sum=types.SimpleNamespace(
+            default=lambda t, dtype: calls.append(("sum", t, dtype)))))
+        cs.Timer(3, 10, 1.0, flush="zeros").flush()
+        cs.Timer(3, 10, 1.0, flush="reads").flush()
+        self.assertEqual(calls, [("zero_", 100 << 20),
+                                 ("sum", ("view", "float16", 100 << 20), "float32")])
+        with self.assertRaises(ValueError):
+            cs.Timer(3, 10, 1.0, flush="memset")
 
     def test_default_sweep(self):
         db = self.db
