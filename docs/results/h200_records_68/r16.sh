@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Where the call's time goes: CUPTI kernel times in the timed loop, zero vs read flush, rungs 67 and 68.
+set -uo pipefail
+R=$OUT; mkdir -p $R/t
+find kernels -mindepth 1 -maxdepth 1 -type d -empty -delete
+t0=$(date +%s)
+( cmake -S . -B build -G Ninja -DFL_KERNELS="67;68" -DFL_BUILD_BENCH=OFF -DFL_BUILD_TESTS=OFF -DCMAKE_CUDA_ARCHITECTURES=90 && cmake --build build -j 16 --target flash_ladder ) > $R/t/build.log 2>&1
+rc=$?; echo "build rc=$rc $(( $(date +%s) - t0 )) s" >> $R/summary.txt; [ $rc -ne 0 ] && { tail -30 $R/t/build.log; exit 1; }
+export FLASH_LADDER_LIB=$PWD/build/libflash_ladder.so
+PYTHONUNBUFFERED=1 timeout 300 python3 build-carry/trace69.py 67,68,-1,-2 96:8:16:8192:32:8,96:1:1:8192:32:8,128:1:1:8192:32:8,96:1:1:1024:32:8 5 30 $R > $R/t/trace.txt 2>&1
+echo "trace rc=$? $(( $(date +%s) - t0 )) s" >> $R/summary.txt
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv >> $R/summary.txt
+cp $R/t/trace.txt $R/trace.txt
+cd $R && tar czf runs.tar.gz t && rm -rf t && cd - > /dev/null
+cat $R/summary.txt; grep -v "^  " $R/trace.txt | tail -40
