@@ -188,16 +188,22 @@ class Timer:
             spent += start.elapsed_time(end)
             runs += 1
         repeats = max(1, min(self.repeats, int(5e3 * self.max_seconds / max(first, 1e-3))))
-        pairs = []
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            self.flush()
-            start.record()
-            fn()
-            end.record()
-            pairs.append((start, end))
-        torch.cuda.synchronize()
-        return statistics.median(s.elapsed_time(e) for s, e in pairs), repeats
+        return statistics.median(flushed_runs(fn, self.flush, repeats)), repeats
+
+
+def flushed_runs(fn, flush, n):
+    """The milliseconds of n runs of fn(), each after flush(), events around each run, all
+    queued before one synchronisation (Timer.time's timed loop)."""
+    pairs = []
+    for _ in range(n):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        flush()
+        start.record()
+        fn()
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in pairs]
 
 
 # ------------------------------------------------------------------------------------------------

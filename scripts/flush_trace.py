@@ -80,17 +80,8 @@ def flush_calls():
 
 
 def timed(fn, flush, n):
-    """decode_bench's timed loop: flush, start, call, end, n times; the median in us."""
-    pairs = []
-    for _ in range(n):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        flush()
-        s.record()
-        fn()
-        e.record()
-        pairs.append((s, e))
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in pairs) * 1e3
+    """decode_bench's timed loop (compare_sdpa.flushed_runs): the median of n runs in us."""
+    return statistics.median(cs.flushed_runs(fn, flush, n)) * 1e3
 
 
 def is_flush(name):
