@@ -1064,8 +1064,8 @@ TEST(DecodeRules, Rung69CountsTwoSlotsForBlocksOfManyRowsWhereChunksStayLong) {
   // 32/8 with 16 query rows: 64 rows a block, B x 8 blocks. Rung 68 counts one slot an SM.
   constexpr int kSms = 132, kPerSm = 2;
   constexpr int64_t kTile = 32 * 1024, kRows = 64;
-  auto two = [&](int64_t b, int64_t nk, int64_t rows = kRows, int64_t tile = kTile,
-                 int per_sm = kPerSm) {
+  auto two = [&](int64_t b, int64_t nk, int64_t rows = 64, int64_t tile = 32 * 1024,
+                 int per_sm = 2) {  // kRows, kTile, kPerSm
     return split69::two_slot_splits(b * 8, kSms, per_sm, nk / 64, tile, rows);
   };
   auto one = [&](int64_t b, int64_t nk) {
