@@ -3,12 +3,13 @@
 
 scripts/sanitize.sh runs `ladder` on plain shapes; the cache calls (cache lengths, a block table)
 reach the decode rungs only through the C API. This script makes them: for each head dim, heads
-pair, query length (1, and the most rows of one warp: 16 / g, or 1), batch (one sequence of 523
-keys; five of 1000, 0, 1, 300 and 777) and page size (0: the contiguous cache with lengths;
-else pages of that many keys, shuffled), one call of `flash_ladder.attention_with_kvcache`
-(causal, capacity 1024, or --capacity: a larger one splits the call more, most splits empty),
-each checked against a float32 reference (2e-2; a row that sees no key is 0). The sanitizer is
-the test; the check catches a launch that did nothing. Exit 1 if any call is wrong.
+pair, query length (1, and the most rows of one warp: 16 / g, or 1; or --nq), batch (one
+sequence of 523 keys; five of 1000, 0, 1, 300 and 777) and page size (0: the contiguous cache
+with lengths; else pages of that many keys, shuffled), one call of
+`flash_ladder.attention_with_kvcache` (causal, capacity 1024, or --capacity: a larger one splits
+the call more, most splits empty), each checked against a float32 reference (2e-2; a row that
+sees no key is 0). The sanitizer is the test; the check catches a launch that did nothing. Exit 1
+if any call is wrong.
 
   compute-sanitizer --tool racecheck --kernel-name kns=k66_ --error-exitcode 9 \\
       python3 scripts/sanitize_cache.py --kernel 66 --d 64,128 --pages 0,64,256
@@ -61,6 +62,8 @@ def main():
                     help="page sizes, 0 for the contiguous cache (default 0,64,256)")
     ap.add_argument("--heads", type=heads, default=[(32, 8), (8, 8)],
                     help="H_q/H_kv pairs (default 32/8,8/8)")
+    ap.add_argument("--nq", type=ints, default=None,
+                    help="query lengths (default 1 and 16 / g: the rows of one warp)")
     ap.add_argument("--dtype", choices=sorted(DTYPES), default="fp16")
     ap.add_argument("--capacity", type=int, default=CAPACITY,
                     help=f"keys of each sequence's cache (default {CAPACITY}; at least "
@@ -76,7 +79,7 @@ def main():
     for d in args.d:
         for hq, hkv in args.heads:
             g = hq // hkv
-            for nq in sorted({1, 16 // g if g <= 16 else 1}):
+            for nq in args.nq or sorted({1, 16 // g if g <= 16 else 1}):
                 for lens in LENGTHS:
                     for page in args.pages:
                         b = len(lens)

@@ -1086,12 +1086,20 @@ TEST(DecodeRules, Rung69CountsTwoSlotsForBlocksOfManyRowsWhereChunksStayLong) {
   EXPECT_EQ(two(1, 16384), 0);  // 29 of 9: 288 KiB
   EXPECT_EQ(two(2, 8192), 0);   // 15 of 9: 288 KiB
   EXPECT_EQ(two(4, 4096), 0);   // 8 of 8: 256 KiB
-  // Every count it gives leaves a block at least kTwoChunkBytes.
+  // Where the count would be one split of more blocks than SMs, rung 68's count: some SMs would
+  // run two blocks and the rest one (B = 20: 0.91-0.93x rung 68's three splits alone).
+  EXPECT_EQ(two(20, 8192), 0);   // 160 blocks
+  EXPECT_EQ(two(24, 32768), 0);  // 192 blocks
+  EXPECT_EQ(two(64, 8192), 0);   // 512 blocks: no split either way
+  EXPECT_EQ(two(12, 8192), 5);   // 96 blocks: one split one an SM -> five, two an SM
+  EXPECT_EQ(two(48, 8192), 2);
+  // Every count it gives splits the keys and leaves a block at least kTwoChunkBytes.
   for (int64_t b : {1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 32, 48, 64, 128}) {
     for (int64_t nk : {1024, 4096, 8192, 16384, 32768, 131072}) {
       const int s = two(b, nk);
       if (s == 0) continue;
       EXPECT_EQ(s, split69::choose_splits(b * 8, kSms, kPerSm, nk / 64, split69::cut_pct(kTile)));
+      EXPECT_GE(s, 2) << b << " " << nk;
       EXPECT_GE((nk / 64 + s - 1) / s * kTile, split69::kTwoChunkBytes) << b << " " << nk;
     }
   }
@@ -1787,6 +1795,58 @@ TEST(DecodeSplits, Rung65ReadsTilesOf128KeysAtD64) {
     }
   }
   if (sms >= 100) EXPECT_GE(split_calls, 8) << "GQA at B = 1 splits, both dtypes";
+}
+
+TEST(DecodeSplits, Rung69CountsTwoSlotsForBlocksOfManyRows) {
+  // Rung 69 on the device (fp16 and bf16): GQA 32/8 with 16 query rows at d = 128 (64 rows a
+  // block) asks the workspace of the two-slot count (the device's SMs, the blocks an SM holds)
+  // where each split still reads 512 KiB or more, and rung 68's where it would not (B = 1 with
+  // 8192 keys, B = 4 with 4096) or where the call is not such a call (one query row: 4 rows).
+  // Each call, verified with the workspace poisoned, is right.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo *k69 = nullptr, *k68 = nullptr;
+  for (const fl::KernelInfo* x : serving_rungs()) {
+    if (x->number == 69) k69 = x;
+    if (x->number == 68) k68 = x;
+  }
+  if (k69 == nullptr) GTEST_SKIP() << "rung 69 is not in this build";
+  fl::CublasHandle cublas;
+  const int sms = sm_count();
+  struct Shape {
+    int64_t b, nq, nk;
+  };
+  const Shape shapes[] = {{1, 16, 32768}, {2, 16, 16384}, {4, 16, 8192}, {8, 16, 32768},
+                          {16, 16, 8192}, {1, 16, 8192},  {4, 16, 4096}, {8, 1, 32768}};
+  int moved = 0;
+  for (const fl::DType t : {fl::DType::f16, fl::DType::bf16}) {
+    for (const Shape& sh : shapes) {
+      const fl::ProblemSpec s =
+          decode_spec(t, sh.b, 32, 8, sh.nq, sh.nk, 128, true, fl::Layout::BNHD);
+      fl::Problem problem(s);
+      const std::string why = fl::why_unsupported(*k69, problem.params_for(*k69));
+      if (why.find("shared memory") != std::string::npos) GTEST_SKIP() << why;
+      ASSERT_EQ(why, "") << s.describe();
+      const int two = split69::two_slot_splits(sh.b * 8, sms, 2, sh.nk / 64, 32 * 1024,
+                                               sh.nq * 4);
+      const int64_t bytes = fl::workspace_bytes(*k69, problem.params());
+      if (two == 0 && k68 != nullptr) {
+        EXPECT_EQ(bytes, fl::workspace_bytes(*k68, problem.params())) << s.describe();
+      }
+      if (two > 0) {
+        const bool cluster = in_cluster(*k69, two, sh.b * 8);
+        EXPECT_EQ(bytes, cluster ? 0 : split69::split_workspace_bytes(two, sh.b, 32, sh.nq, 128))
+            << s.describe() << ": " << two << " splits";
+        moved += k68 != nullptr && bytes != fl::workspace_bytes(*k68, problem.params());
+      }
+      const fl::Reference ref(problem, cublas);
+      const fl::Verdict v = verify_poisoned(*k69, problem, ref);
+      EXPECT_TRUE(v.passed) << s.describe() << ": " << v.why << " [max err "
+                            << v.out.max_abs_err << ", tolerance " << v.tolerance << "]";
+    }
+  }
+  if (sms >= 128 && sms <= 133 && k68 != nullptr) {
+    EXPECT_EQ(moved, 10) << "B = 1, 2, 4, 8 and 16 of many rows, both dtypes";
+  }
 }
 
 TEST(DecodeLargeShape, IndexesACachePast2To31Elements) {

@@ -65,6 +65,7 @@
 #include "kernels/65_decode_tiles_d64/splits.h"
 #include "kernels/66_decode_half_grid/splits.h"
 #include "kernels/67_decode_d96_one_wave/splits.h"
+#include "kernels/69_decode_rows_two/splits.h"
 
 namespace {
 
@@ -1622,6 +1623,78 @@ TEST(PagedSame, Rung68IsRung67BitForBit) {
     EXPECT_EQ(a.tile_keys, b.tile_keys);
     EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
     EXPECT_EQ(bitwise_differences(a, b), 0);
+  }
+}
+
+TEST(PagedSame, Rung69IsRung68BitForBitWhereItSplitsAlike) {
+  // Rung 69 gives a block of more than 16 rows of big tiles (d = 128) the count for the two
+  // slots an SM holds where each split still reads 512 KiB or more, and changes nothing else:
+  // where that rule does not apply (one query row, short chunks, d = 64, 96 and 192) it writes
+  // rung 68's bits with rung 68's workspace; where it does, the call is right against the
+  // reference and asks the workspace of the two-slot count (none where the splits merge in a
+  // cluster). The capacity sets the count, the lengths (ragged, past it, none) what is read.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k68 = forward_rung(68);
+  const fl::KernelInfo* k69 = forward_rung(69);
+  if (k68 == nullptr || k69 == nullptr) GTEST_SKIP() << "rungs 68 and 69 are not both built";
+  namespace r69 = fl::k69_decode_rows_two;
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               690 + cases.size()));
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {30001, 1, 1024, 333, 32768, 0, 512, 100};
+  std::vector<int32_t> sixteen(16, 700);
+  sixteen[0] = 8192;
+  sixteen[3] = 0;
+  sixteen[9] = 5000;
+  add(DType::f16, 128, 8, 16, 32768, 0, true, ragged);      // B = 8: 2 -> 4 (no cluster)
+  add(DType::bf16, 128, 8, 16, 32768, 64, true, ragged);    // the same through pages of 64
+  add(DType::f16, 128, 8, 16, 32768, 0, true, {30001});     // B = 1: 15 -> 29, the combine
+  add(DType::bf16, 128, 8, 16, 16384, 16, true, {16000, 9});   // B = 2, pages of 16: 8 -> 15
+  add(DType::f16, 128, 8, 16, 8192, 256, true, {8192, 1, 4000, 7000});  // B = 4: 4 -> 8
+  add(DType::bf16, 128, 8, 16, 8192, 48, true, sixteen);    // B = 16: one split -> 2
+  add(DType::f16, 128, 8, 16, 8192, 0, true, {8000});       // B = 1, 288 KiB: rung 68's
+  add(DType::bf16, 128, 8, 16, 4096, 64, true, {4000, 3, 4096, 100});  // 256 KiB: rung 68's
+  add(DType::f16, 128, 8, 1, 32768, 0, true, ragged);       // 4 rows a block: rung 68's
+  add(DType::f16, 96, 8, 16, 32768, 0, true, {30001, 5});   // d = 96: rung 68's
+  add(DType::bf16, 64, 8, 16, 32768, 64, true, {30001, 5}); // d = 64: rung 68's
+  add(DType::f16, 192, 8, 16, 16384, 0, true, {16000, 9});  // d = 192, one an SM: rung 68's
+  const int sms = sm_count();
+  fl::CublasHandle cublas;
+  int alike = 0, moved = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k68, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k69, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(a.tile_keys, b.tile_keys);
+    const int64_t rows = c.nq * (c.hq / c.hkv), keys = b.tile_keys, tb = 2 * keys * c.d * 2;
+    const int64_t tiles = (c.capacity + keys - 1) / keys, blocks = c.batch() * c.hkv;
+    const int two = r69::two_slot_splits(blocks, sms, c.d == 192 ? 1 : 2, tiles, tb, rows);
+    if (two == 0) {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      ++alike;
+      continue;
+    }
+    const bool cluster = merges_in_cluster(*k69, two, blocks);
+    EXPECT_EQ(b.workspace_bytes,
+              cluster ? 0 : r69::split_workspace_bytes(two, c.batch(), c.hq, c.nq, c.d))
+        << two << " splits";
+    EXPECT_NE(b.workspace_bytes, a.workspace_bytes) << "the count moved from rung 68's";
+    EXPECT_EQ(check_run(c, b, references(*k69, c, h, cublas)), "");
+    ++moved;
+  }
+  if (sms >= 128 && sms <= 133) {
+    EXPECT_EQ(moved, 6) << "the six calls of 64 rows whose splits stay 512 KiB or more";
+    EXPECT_EQ(alike, 6);
   }
 }
 

@@ -6,8 +6,9 @@
 //            H200 (B = 8, 32768 keys) its split kernel issued on 37% of the cycles and read at
 //            67% of DRAM peak, where one query row read at 94%
 // changes:   a block of more than 16 rows of big tiles counts the blocks an SM holds (two at
-//            d = 128) and is never launched alone, where each split still reads 512 KiB of K
-//            and V or more (splits.h: two_slot_splits); else rung 68's count and launch
+//            d = 128) and is never launched alone, where that count splits the keys and each
+//            split still reads 512 KiB of K and V or more (splits.h: two_slot_splits); else
+//            rung 68's count and launch
 // expect:    GQA with 16 query rows at d = 128 faster than rung 68 where the count moves (a
 //            trial: 1.05-1.18x on an H200); everything else rung 68's count, launch and bits
 // supports:  rung 58's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;

@@ -208,11 +208,13 @@ inline int one_wave_splits(int64_t blocks, int sms, int64_t key_tiles, int64_t t
 // nothing to fill its waits: on an H200 at d = 128, B = 8, 32768 keys its split kernel issued
 // on 37% of the cycles and read at 67% of DRAM peak (one query row, the same grid: 94%). An SM
 // holds two such blocks. So for rows > 16 and big tiles the waves' count is asked with the
-// blocks an SM holds, and taken, launched at the kernel's own size, where each split still
-// reads kTwoChunkBytes of K and V or more. A trial on an H200 (rung 68 with that count taken
-// everywhere): 1.05-1.18x rung 68 wherever the chunk stayed 512 KiB or more, and 0.79-0.99x
-// where it left 160-288 KiB, the count doubling short splits (one exception, 256 KiB at B = 4,
-// 1.09x). 0: not such a call (rung 68's count).
+// blocks an SM holds, and taken, launched at the kernel's own size, where it splits the keys and
+// each split still reads kTwoChunkBytes of K and V or more. A trial on an H200 (rung 68 with
+// that count taken everywhere): 1.05-1.18x rung 68 wherever the chunk stayed 512 KiB or more,
+// and 0.79-0.99x where it left 160-288 KiB, the count doubling short splits (one exception,
+// 256 KiB at B = 4, 1.09x). Where the count is one split of more blocks than SMs (B = 20-28)
+// some SMs run two blocks and the rest one: B = 20 (160 blocks) ran 0.91-0.93x rung 68's three
+// splits alone. 0: not such a call (rung 68's count).
 constexpr int64_t kTwoChunkBytes = 512 * 1024;
 inline int two_slot_splits(int64_t blocks, int sms, int blocks_per_sm, int64_t key_tiles,
                            int64_t tile_bytes, int64_t rows) {
@@ -222,7 +224,7 @@ inline int two_slot_splits(int64_t blocks, int sms, int blocks_per_sm, int64_t k
   }
   const int s = choose_splits(blocks, sms, blocks_per_sm, key_tiles, cut_pct(tile_bytes));
   const int64_t chunk = (key_tiles + s - 1) / s * tile_bytes;  // a block's K and V bytes
-  return chunk >= kTwoChunkBytes ? s : 0;
+  return s >= 2 && chunk >= kTwoChunkBytes ? s : 0;
 }
 
 // Rung 57: split s of S takes the tiles [s T / S, (s + 1) T / S) of T, the tiles of the batch's
