@@ -457,7 +457,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     causal: bottom-right per sequence (query i of sequence b sees key j iff
     j <= i + n_b - Nq, n_b = cache_seqlens[b], or cache_seqlens[b] + N_new when k and v are
     given: the new tokens are the last of the sequence). softmax_scale:
-    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 68
+    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 69
     for a call with cache_seqlens or block_table) or a rung number.
 
     Returns O, a new contiguous [B, Nq, H_q, d] tensor of q's dtype, and with return_lse=True also
