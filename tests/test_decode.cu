@@ -1092,6 +1092,8 @@ TEST(DecodeRules, Rung69CountsTwoSlotsForBlocksOfManyRowsWhereChunksStayLong) {
   EXPECT_EQ(two(24, 32768), 0);  // 192 blocks
   EXPECT_EQ(two(64, 8192), 0);   // 512 blocks: no split either way
   EXPECT_EQ(two(12, 8192), 5);   // 96 blocks: one split one an SM -> five, two an SM
+  EXPECT_EQ(two(18, 8192), 5);   // 144 blocks: rung 68's 4
+  EXPECT_EQ(two(40, 8192), 3);   // 320 blocks: rung 68's 2
   EXPECT_EQ(two(48, 8192), 2);
   // Every count it gives splits the keys and leaves a block at least kTwoChunkBytes.
   for (int64_t b : {1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 32, 48, 64, 128}) {
