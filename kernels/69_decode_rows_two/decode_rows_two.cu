@@ -1035,8 +1035,8 @@ Figures device_figures() {
   return f;
 }
 
-// The splits of this call on the current device (rung 67's one_wave_splits where it applies,
-// else choose_splits, then rung 50's price_splits: splits.h).
+// The splits of this call on the current device (rung 69's two_slot_splits, else rung 67's
+// one_wave_splits, where they apply; else choose_splits, then rung 50's price_splits: splits.h).
 template <typename T, int kHeadDim, int kBc, bool kKeyWarps>
 int splits_for(const AttnParams& p) {
   const Figures f = device_figures<T, kHeadDim, kBc, kKeyWarps>();
