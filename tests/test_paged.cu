@@ -506,6 +506,20 @@ int compute_major() {
   return major;
 }
 
+// The blocks of `block_bytes` of shared memory an SM of this device holds by its shared memory
+// (each block also takes the reserved bytes), at most `by_registers`. Rung 69's 64-row blocks at
+// d = 128 ask 112 KiB and 221 registers a thread (28,288 a block of 65,536: two an SM): two on an
+// H100 or H200 (228 KiB an SM), one on an A100 (164 KiB).
+int blocks_per_sm(int block_bytes, int by_registers) {
+  int device = 0, smem = 0, reserved = 0;
+  FL_CUDA_CHECK(cudaGetDevice(&device));
+  FL_CUDA_CHECK(
+      cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  FL_CUDA_CHECK(
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  return std::min(by_registers, smem / (block_bytes + reserved));
+}
+
 // Whether rung k merges a call's `splits` splits in a cluster on this device, with no workspace:
 // rung 58's rule (two splits), rung 59's (two to eight), which rung 60 keeps, on compute
 // capability 9.0; rung 61's adds that the call's `clusters` (B x H_kv) all run at once, one block
@@ -1677,7 +1691,9 @@ TEST(PagedSame, Rung69IsRung68BitForBitWhereItSplitsAlike) {
     EXPECT_EQ(a.tile_keys, b.tile_keys);
     const int64_t rows = c.nq * (c.hq / c.hkv), keys = b.tile_keys, tb = 2 * keys * c.d * 2;
     const int64_t tiles = (c.capacity + keys - 1) / keys, blocks = c.batch() * c.hkv;
-    const int two = r69::two_slot_splits(blocks, sms, c.d == 192 ? 1 : 2, tiles, tb, rows);
+    // Blocks an SM (only d = 128 can take the two-slot count): 112 KiB, two by registers.
+    const int per_sm = c.d == 128 ? blocks_per_sm(112 * 1024, 2) : 1;
+    const int two = r69::two_slot_splits(blocks, sms, per_sm, tiles, tb, rows);
     if (two == 0) {
       EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
       EXPECT_EQ(bitwise_differences(a, b), 0);
