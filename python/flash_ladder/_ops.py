@@ -457,8 +457,9 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     causal: bottom-right per sequence (query i of sequence b sees key j iff
     j <= i + n_b - Nq, n_b = cache_seqlens[b], or cache_seqlens[b] + N_new when k and v are
     given: the new tokens are the last of the sequence). softmax_scale:
-    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 69
-    for a call with cache_seqlens or block_table) or a rung number.
+    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 70
+    for a call with cache_seqlens or block_table on compute capability 9.0, rung 69 before it)
+    or a rung number.
 
     Returns O, a new contiguous [B, Nq, H_q, d] tensor of q's dtype, and with return_lse=True also
     the log-sum-exp, float32 [B, H_q, Nq], as (O, LSE). Enqueued on the current CUDA stream; the
