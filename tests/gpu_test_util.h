@@ -27,6 +27,30 @@
 
 namespace fl::test {
 
+// Whether kernel k's code runs on the current device: its compute capability in [min_sm,
+// max_sm] (max_sm 0: no limit), as the registry judges it. Without a device, every kernel (the
+// registry's rules then judge the shapes alone). "best" takes the last such rung of a track:
+// rung 70 (sm_90a) on an H100 or H200, rung 69 on an A100.
+inline bool runs_on_this_device(const KernelInfo& k) {
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    cudaGetLastError();
+    return true;
+  }
+  const int cc = 10 * major + minor;
+  return cc >= k.min_sm && (k.max_sm == 0 || cc <= k.max_sm);
+}
+
+// The last of `ks` (a track's rungs, lowest first) whose code runs on this device; null if none.
+inline const KernelInfo* last_on_this_device(const std::vector<const KernelInfo*>& ks) {
+  for (auto it = ks.rbegin(); it != ks.rend(); ++it) {
+    if (runs_on_this_device(**it)) return *it;
+  }
+  return nullptr;
+}
+
 // A problem of these sizes, mask, layout and seed, the LSE written (the tests' shape lists); the
 // rest of ProblemSpec as it defaults.
 inline ProblemSpec shape_spec(DType t, int64_t b, int64_t hq, int64_t hkv, int64_t nq, int64_t nk,

@@ -1273,6 +1273,7 @@ const KernelInfo& kernel_70() {
     k.title = "decode: blocks of many rows multiply with wgmma";
     k.doc = "docs/kernels/70_decode_rows_wgmma.md";
     k.min_sm = 90;
+    k.max_sm = 90;  // sm_90a code alone (wgmma): no other GPU runs it
     k.tile = k70_decode_rows_wgmma::tile;
     k.supports = k70_decode_rows_wgmma::supports;
     k.launch = k70_decode_rows_wgmma::launch;
