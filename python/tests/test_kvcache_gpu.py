@@ -1,5 +1,5 @@
 """flash_ladder.attention_with_kvcache on the GPU (the rungs with a K/V cache, 39 on: "best" takes
-the highest, and some tests name rung 39), against a reference built in torch: per sequence, its pages gathered and its first cache_seqlens[b] keys
+the highest that takes the call on the device, and some tests name rung 39), against a reference built in torch: per sequence, its pages gathered and its first cache_seqlens[b] keys
 taken, then softmax(scale q k^T) v in fp32 with the bottom-right causal mask (the lengths ragged,
 0 included; block tables shuffled; pages of 64, 256 and 32 keys; GQA and MHA; Nq 1 and 4; fp16 and
 bf16). A decode loop captured in a CUDA graph and replayed after the cache, the lengths and the
@@ -129,10 +129,18 @@ class KvCacheGpuTestCase(unittest.TestCase):
         cls.numbers = [k.number for k in cls.lib.kernels]
         if 39 not in cls.numbers:
             raise unittest.SkipTest("rung 39 (decode_paged) is not in this build")
-        cls.cache_rung = max(n for n in cls.numbers if n >= 39)  # the highest with a K/V cache
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         cls.gen = torch.Generator(device="cuda").manual_seed(SEED)
+
+    def cache_rung(self, params):
+        """The highest rung with a K/V cache (39 on) that takes `params` on this device, judged as
+        "best" judges (the workspace the caller's to size): rung 70 on compute capability 9.0,
+        rung 69 before it."""
+        sized = type(params).from_buffer_copy(params)
+        sized.workspace = 256  # never read
+        sized.workspace_bytes = 2 ** 63 - 1
+        return max(n for n in self.numbers if n >= 39 and self.lib.supports(n, sized)[0])
 
     def params_of(self, q, k, v, seqlens, table):
         """The C struct of a causal call (for the library's questions: best, workspace)."""
@@ -215,7 +223,7 @@ class Paged(KvCacheGpuTestCase):
         q = self.randn(3, 2, 16, 128)
         seqlens = torch.tensor(lens, dtype=torch.int32, device="cuda")
         params = self.params_of(q, k, v, seqlens, table)
-        highest = self.cache_rung
+        highest = self.cache_rung(params)
         self.assertEqual(_capi.best_kernel(self.lib, params), highest)
         a = flash_ladder.attention_with_kvcache(q, k, v, seqlens, table)
         b = flash_ladder.attention_with_kvcache(q, k, v, seqlens, table, kernel=highest)
@@ -298,7 +306,7 @@ class DecodeLoop(KvCacheGpuTestCase):
         lens = torch.tensor([page - 2, 5 * page + 7], dtype=torch.int32, device="cuda")
         q = self.randn(bsz, 1, hq, d)
         params = self.params_of(q, k, v, lens, table)
-        self.assertGreater(self.lib.workspace_size(self.cache_rung, params), 0,
+        self.assertGreater(self.lib.workspace_size(self.cache_rung(params), params), 0,
                            "this call should use a workspace (B = 2, 4 KV heads, 256 key tiles)")
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
