@@ -1036,7 +1036,8 @@ std::string supports(const AttnParams& p) {
   return refusal + ", for tiles of 128 keys (rows that fit one warp, the tile in one page)";
 }
 
-// The rows the block computes: Nq g rounded up to whole warps of 16 (the padding warps skip).
+// The rows the block computes: Nq g rounded up to whole warps of 16 (the padding warps skip;
+// rung 70's wgmma instances compute all 64 rows, padding included, and report the same figure).
 TileShape tile(const AttnParams& p) {
   const int64_t g = p.heads_q / (p.heads_kv > 0 ? p.heads_kv : 1);
   const int64_t rows = p.seqlen_q > kRows || g > kRows ? kRows : p.seqlen_q * g;
