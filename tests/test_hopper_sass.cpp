@@ -134,6 +134,9 @@ TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
   const auto rungs = fl_test::hopper_rungs();
   if (rungs.empty()) GTEST_SKIP() << fl_test::why_no_hopper_rung();
   for (const fl::KernelInfo* k : rungs) {
+    // A decode rung on sm_90a (70) keeps rung 69's mma.sync instances beside its wgmma ones:
+    // HopperSass.Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma checks which is which.
+    if (k->kv_cache) continue;
     std::string skip;
     const auto objects = sass_of(*k, &skip);
     if (!skip.empty()) GTEST_SKIP() << skip;
@@ -162,6 +165,45 @@ TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
                           << "objects; cuobjdump showed:\n"
                           << (seen.empty() ? std::string("    (no function)\n") : seen);
   }
+}
+
+// Rung 70: its decode_kernel instances of blocks of more than 16 rows (no key warps) at d = 64
+// and 128 multiply with wgmma alone (HGMMA, no HMMA: S = Q K^T in d / 16 HGMMAs, O += P V in 4);
+// every other instance (key warps, d = 96 and 192) is rung 69's mma.sync code (HMMA, no HGMMA).
+// fp16 and bf16, with and without the cluster: 8 wgmma instances, 28 others (d = 64's key warps
+// have two tile sizes).
+TEST(HopperSass, Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma) {
+  const fl::KernelInfo* k70 = nullptr;
+  for (const fl::KernelInfo* k : fl_test::hopper_rungs())
+    if (k->number == 70) k70 = k;
+  if (k70 == nullptr)
+    GTEST_SKIP() << "rung 70 is not in this build: " << fl_test::why_no_hopper_rung();
+  std::string skip;
+  const auto objects = sass_of(*k70, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  // decode_kernel<T, d, keys a tile, key warps, cluster>
+  static const std::regex instance(
+      R"(decode_kernel<[^,<>]+, (\d+), (\d+), (true|false), (?:true|false)>)");
+  int wgmma = 0, others = 0;
+  for (const auto& [obj, sass] : objects) {
+    for (const auto& [name, c] : count_sass(sass)) {
+      const std::string pretty = demangle(name);
+      std::smatch m;
+      if (!std::regex_search(pretty, m, instance)) continue;
+      const int d = std::stoi(m[1]);
+      if (m[3] == "false" && (d == 64 || d == 128)) {
+        ++wgmma;
+        EXPECT_EQ(c.gmma, d / 16 + 4) << pretty << ": S in d / 16 HGMMAs, P V in 4";
+        EXPECT_EQ(c.hmma, 0) << pretty;
+      } else {
+        ++others;
+        EXPECT_EQ(c.gmma, 0) << pretty;
+        EXPECT_GT(c.hmma, 0) << pretty;
+      }
+    }
+  }
+  EXPECT_EQ(wgmma, 8) << "fp16, bf16 x d = 64, 128 x with and without the cluster";
+  EXPECT_EQ(others, 28) << "the key-warp and d = 96, 192 instances";
 }
 
 // Rung 27's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one
