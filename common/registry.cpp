@@ -24,9 +24,6 @@ const KernelInfo* find_kernel(const std::string& key) {
   return nullptr;
 }
 
-namespace {
-
-// "" when the current device's compute capability is in [kernel.min_sm, kernel.max_sm].
 std::string why_not_this_device(const KernelInfo& kernel) {
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) == cudaSuccess &&
@@ -46,6 +43,8 @@ std::string why_not_this_device(const KernelInfo& kernel) {
   }
   return "";
 }
+
+namespace {
 
 // "" when `have` bytes of workspace are enough for `kernel` on p's sizes, else the rule.
 std::string why_workspace_short(const KernelInfo& kernel, const AttnParams& p, int64_t have) {

@@ -85,6 +85,10 @@ const KernelInfo* find_kernel(const std::string& key);
 // workspace_bytes). A backward rung is refused here ("is a backward rung").
 std::string why_unsupported(const KernelInfo& kernel, const AttnParams& p);
 
+// The device rule of why_unsupported: "" when the current device's compute capability is in
+// [kernel.min_sm, kernel.max_sm] (max_sm 0: no limit), or when no device answers; else the rule.
+std::string why_not_this_device(const KernelInfo& kernel);
+
 // The rules of why_unsupported that ask neither the device nor the workspace, in its order:
 // check_common, the input type, the K/V cache, the kernel's supports. "" when they hold, else
 // the broken rule (without the kernel's name). For answers that depend on the call's sizes

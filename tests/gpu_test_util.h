@@ -27,26 +27,12 @@
 
 namespace fl::test {
 
-// Whether kernel k's code runs on the current device: its compute capability in [min_sm,
-// max_sm] (max_sm 0: no limit), as the registry judges it. Without a device, every kernel (the
-// registry's rules then judge the shapes alone). "best" takes the last such rung of a track:
-// rung 70 (sm_90a) on an H100 or H200, rung 69 on an A100.
-inline bool runs_on_this_device(const KernelInfo& k) {
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    cudaGetLastError();
-    return true;
-  }
-  const int cc = 10 * major + minor;
-  return cc >= k.min_sm && (k.max_sm == 0 || cc <= k.max_sm);
-}
-
-// The last of `ks` (a track's rungs, lowest first) whose code runs on this device; null if none.
+// The last of `ks` (a track's rungs, lowest first) whose code runs on this device, as the
+// registry judges it (why_not_this_device; without a device, the last); null if none. "best"
+// takes it for a call all of them take: rung 70 (sm_90a) on an H100 or H200, 69 on an A100.
 inline const KernelInfo* last_on_this_device(const std::vector<const KernelInfo*>& ks) {
   for (auto it = ks.rbegin(); it != ks.rend(); ++it) {
-    if (runs_on_this_device(**it)) return *it;
+    if (why_not_this_device(**it).empty()) return *it;
   }
   return nullptr;
 }
