@@ -19,9 +19,9 @@ import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# 16-bit N: 64, 128, 256, 80 (the S tile of 80 keys at d = 256 and 192, rungs 24-27) and 192
-# (rung 27's P.V at d = 192).
-N_VALUES = (16, 64, 80, 128, 192, 256)
+# 16-bit N: 64, 128, 256, 80 (the S tile of 80 keys at d = 256 and 192, rungs 24-27), 192
+# (rung 27's P.V at d = 192) and 96 (rung 71's P.V at d = 96).
+N_VALUES = (16, 64, 80, 96, 128, 192, 256)
 N_VALUES_FP8 = (64, 128, 256)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 FP8_TYPES = (("__nv_fp8_e4m3", "e4m3"),)

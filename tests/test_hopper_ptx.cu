@@ -122,6 +122,13 @@ TEST(GmmaDesc, TheTwoOperandKindsOfTheLadder) {
   EXPECT_EQ(k64.lbo, 16u);
   EXPECT_EQ(k64.layout, gmma::Layout::k64B);
   EXPECT_EQ(gmma::kmajor_sw64(0x9000) >> 62, 2u);
+  // MN-major in the 64-byte swizzle (rung 71's V at d = 96): LBO = the distance between the
+  // 32-column blocks, here 64 keys x 64 bytes; SBO = 512.
+  const gmma::DescFields v64 = gmma::decode(gmma::mnmajor_sw64(0xA000, 64 * 64));
+  EXPECT_EQ(v64.start_addr, 0xA000u);
+  EXPECT_EQ(v64.lbo, 4096u);
+  EXPECT_EQ(v64.sbo, 512u);
+  EXPECT_EQ(v64.layout, gmma::Layout::k64B);
 }
 
 TEST(Sw128, EveryRowIsAPermutationOfItsChunks) {
@@ -140,6 +147,26 @@ TEST(Sw128, EveryRowIsAPermutationOfItsChunks) {
     EXPECT_EQ(seen.size(), rows * 16);
     // Elements inside a chunk stay in order.
     EXPECT_EQ(gmma::sw128_offset(3, 21, rows), gmma::sw128_offset(3, 16, rows) + 10);
+  }
+}
+
+TEST(Sw64, EveryRowIsAPermutationOfItsChunks) {
+  // 8 consecutive rows x 4 chunks of 16 bytes of each 32-column block: each (row, chunk) lands
+  // on a distinct 16-byte slot of the 512-byte group, chunk c of row r at slot c ^ ((r / 2) % 4)
+  // of row r; rows of 96 columns are three blocks, `rows` x 64 bytes apart.
+  for (uint32_t rows : {64u, 128u}) {
+    std::set<uint32_t> seen;
+    for (uint32_t r = 0; r < rows; ++r) {
+      for (uint32_t c = 0; c < 96; c += 8) {
+        const uint32_t off = gmma::sw64_offset(r, c, rows);
+        EXPECT_EQ(off % 16, 0u);
+        EXPECT_EQ(off, (c / 32) * rows * 64 + r * 64 + ((((c % 32) / 8) ^ ((r / 2) % 4)) * 16));
+        EXPECT_TRUE(seen.insert(off).second) << "two chunks at byte " << off;
+        EXPECT_LT(off, rows * 96 * 2);
+      }
+    }
+    EXPECT_EQ(seen.size(), rows * 12);
+    EXPECT_EQ(gmma::sw64_offset(5, 45, rows), gmma::sw64_offset(5, 40, rows) + 10);
   }
 }
 
@@ -220,12 +247,15 @@ __device__ void store_accumulator(const float (&d)[N / 2], float* D) {
   }
 }
 
-// Copies a row-major [rows][cols] global matrix into a 128-byte-swizzled shared tile.
-template <typename T>
+// Copies a row-major [rows][cols] global matrix into a shared tile in the 128-byte swizzle
+// (kSwizzle 128: 64-column blocks) or the 64-byte one (64: 32-column blocks).
+template <typename T, int kSwizzle = 128>
 __device__ void fill_sw128(uint8_t* tile, const T* g, int rows, int cols) {
   for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
     const int r = i / cols, c = i % cols;
-    *reinterpret_cast<T*>(tile + gmma::sw128_offset(r, c, rows)) = g[i];
+    const uint32_t at =
+        kSwizzle == 128 ? gmma::sw128_offset(r, c, rows) : gmma::sw64_offset(r, c, rows);
+    *reinterpret_cast<T*>(tile + at) = g[i];
   }
 }
 
@@ -233,25 +263,29 @@ __device__ void fill_sw128(uint8_t* tile, const T* g, int rows, int cols) {
 // 3. wgmma
 // ---------------------------------------------------------------------------------------------
 
-// D[64][N] = A[64][K] · B[N][K]ᵀ, both operands from shared memory, K-major (as S = Q·Kᵀ).
-template <typename T, int N, int K>
+// D[64][N] = A[64][K] · B[N][K]ᵀ, both operands from shared memory, K-major (as S = Q·Kᵀ), in
+// the 128-byte swizzle or (kSwizzle 64) the 64-byte one.
+template <typename T, int N, int K, int kSwizzle = 128>
 __global__ void wgmma_ss_kernel(const T* A, const T* B, float* D) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sA = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // [64][K]: K / 64 blocks of 64 x 128 bytes
   uint8_t* sB = sA + 64 * K * 2;       // [N][K]: K / 64 blocks of N x 128 bytes
-  fill_sw128(sA, A, 64, K);
-  fill_sw128(sB, B, N, K);
+  fill_sw128<T, kSwizzle>(sA, A, 64, K);
+  fill_sw128<T, kSwizzle>(sB, B, N, K);
   fl::ptx::fence_proxy_async_shared();  // st.shared above, wgmma (async proxy) below
   __syncthreads();
   float d[N / 2];
-  const uint64_t desc_a = gmma::kmajor_sw128(fl::ptx::smem_addr(sA));
-  const uint64_t desc_b = gmma::kmajor_sw128(fl::ptx::smem_addr(sB));
+  const uint64_t desc_a = kSwizzle == 128 ? gmma::kmajor_sw128(fl::ptx::smem_addr(sA))
+                                          : gmma::kmajor_sw64(fl::ptx::smem_addr(sA));
+  const uint64_t desc_b = kSwizzle == 128 ? gmma::kmajor_sw128(fl::ptx::smem_addr(sB))
+                                          : gmma::kmajor_sw64(fl::ptx::smem_addr(sB));
+  constexpr int kSteps = kSwizzle / 32;  // k-steps of 32 bytes a block's row holds
   fl::ptx::wgmma::fence();
 #pragma unroll
-  for (int s = 0; s < K / 16; ++s) {  // k-step s: block s / 4, 32 (s % 4) bytes into its rows
+  for (int s = 0; s < K / 16; ++s) {  // k-step s: block s / kSteps, 32 (s % kSteps) bytes in
     fl::ptx::wgmma::Wgmma<T, N>::template ss<0>(
-        d, gmma::advance(desc_a, (s / 4) * 64 * 128 + (s % 4) * 32),
-        gmma::advance(desc_b, (s / 4) * N * 128 + (s % 4) * 32), s > 0);
+        d, gmma::advance(desc_a, (s / kSteps) * 64 * kSwizzle + (s % kSteps) * 32),
+        gmma::advance(desc_b, (s / kSteps) * N * kSwizzle + (s % kSteps) * 32), s > 0);
   }
   fl::ptx::wgmma::commit_group();
   fl::ptx::wgmma::wait_group<0>();
@@ -260,15 +294,16 @@ __global__ void wgmma_ss_kernel(const T* A, const T* B, float* D) {
 }
 
 // D[64][N] = A[64][K] · B, A from registers (as P), B from shared memory: [K][N] MN-major with
-// the transpose bit (as V) when kTransB, else [N][K] K-major.
-template <typename T, int N, int K, int kTransB>
+// the transpose bit (as V) when kTransB, else [N][K] K-major; in the 128-byte swizzle or
+// (kSwizzle 64) the 64-byte one.
+template <typename T, int N, int K, int kTransB, int kSwizzle = 128>
 __global__ void wgmma_rs_kernel(const T* A, const T* B, float* D) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sB = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);
   if (kTransB) {
-    fill_sw128(sB, B, K, N);  // [K][N]: N / 64 blocks of K x 128 bytes
+    fill_sw128<T, kSwizzle>(sB, B, K, N);  // [K][N]: blocks of N's columns, K x kSwizzle bytes
   } else {
-    fill_sw128(sB, B, N, K);
+    fill_sw128<T, kSwizzle>(sB, B, N, K);
   }
   fl::ptx::fence_proxy_async_shared();
   __syncthreads();
@@ -288,13 +323,18 @@ __global__ void wgmma_rs_kernel(const T* A, const T* B, float* D) {
     a[s][3] = pair(row + 8, 16 * s + 8 + k0);
   }
   float d[N / 2];
-  const uint64_t desc_b = kTransB ? gmma::mnmajor_sw128(fl::ptx::smem_addr(sB), K * 128)
-                                  : gmma::kmajor_sw128(fl::ptx::smem_addr(sB));
+  const uint32_t base = fl::ptx::smem_addr(sB);
+  const uint64_t desc_b =
+      kSwizzle == 128 ? (kTransB ? gmma::mnmajor_sw128(base, K * 128) : gmma::kmajor_sw128(base))
+                      : (kTransB ? gmma::mnmajor_sw64(base, K * 64) : gmma::kmajor_sw64(base));
+  constexpr int kSteps = kSwizzle / 32;
   fl::ptx::wgmma::fence();
 #pragma unroll
   for (int s = 0; s < K / 16; ++s) {
-    // MN-major: k-step s is 16 rows (keys) further, 16 x 128 bytes; K-major as in the SS case.
-    const uint32_t step = kTransB ? s * 16 * 128 : (s / 4) * N * 128 + (s % 4) * 32;
+    // MN-major: k-step s is 16 rows (keys) further, 16 x kSwizzle bytes; K-major as in the SS
+    // case.
+    const uint32_t step = kTransB ? s * 16 * kSwizzle
+                                  : (s / kSteps) * N * kSwizzle + (s % kSteps) * 32;
     fl::ptx::wgmma::Wgmma<T, N>::template rs<kTransB>(d, a[s], gmma::advance(desc_b, step),
                                                       s > 0);
   }
@@ -321,7 +361,7 @@ void expect_exact(const fl::DeviceBuffer& dD, const std::vector<float>& ref, int
 
 enum class Kind { kSS, kRSKMajorB, kRSTransposedB };
 
-template <typename T, int N, int K, Kind kKind>
+template <typename T, int N, int K, Kind kKind, int kSwizzle = 128>
 void check_wgmma(uint32_t seed) {
   const std::vector<float> a = small_ints(64 * K, seed), b = small_ints(N * K, seed + 1);
   // b is read as [N][K] (K-major) or as [K][N] (transposed kind).
@@ -343,15 +383,15 @@ void check_wgmma(uint32_t seed) {
   float* pd = static_cast<float*>(dD.get());
   if constexpr (kKind == Kind::kSS) {
     const int smem = (64 + N) * K * 2 + 1024;
-    FL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_ss_kernel<T, N, K>,
+    FL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_ss_kernel<T, N, K, kSwizzle>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    wgmma_ss_kernel<T, N, K><<<1, 128, smem>>>(pa, pb, pd);
+    wgmma_ss_kernel<T, N, K, kSwizzle><<<1, 128, smem>>>(pa, pb, pd);
   } else {
     constexpr int kTrans = kKind == Kind::kRSTransposedB ? 1 : 0;
     const int smem = N * K * 2 + 1024;
-    FL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_rs_kernel<T, N, K, kTrans>,
+    FL_CUDA_CHECK(cudaFuncSetAttribute(wgmma_rs_kernel<T, N, K, kTrans, kSwizzle>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    wgmma_rs_kernel<T, N, K, kTrans><<<1, 128, smem>>>(pa, pb, pd);
+    wgmma_rs_kernel<T, N, K, kTrans, kSwizzle><<<1, 128, smem>>>(pa, pb, pd);
   }
   FL_CHECK_LAUNCH();
   expect_exact(dD, ref, N);
@@ -384,6 +424,22 @@ TEST(Wgmma, RS_KMajorB_fp16) {
 TEST(Wgmma, RS_KMajorB_bf16) {
   REQUIRE_HOPPER();
   check_wgmma<__nv_bfloat16, 128, 64, Kind::kRSKMajorB>(17);
+}
+// Rung 71's two at d = 96, in the 64-byte swizzle: S = Q K^T over 96 dims (six k-steps, three
+// 32-column blocks), and O += P V with N = 96 (V MN-major, three blocks); d = 192's at N = 192
+// in the 128-byte swizzle (three 64-column blocks).
+TEST(Wgmma, SS_Sw64_K96_fp16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__half, 64, 96, Kind::kSS, 64>(18);
+}
+TEST(Wgmma, RS_Sw64_TransposedB_N96_bf16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__nv_bfloat16, 96, 64, Kind::kRSTransposedB, 64>(19);
+}
+TEST(Wgmma, SS_K192_and_RS_TransposedB_N192_fp16) {
+  REQUIRE_HOPPER();
+  check_wgmma<__half, 64, 192, Kind::kSS>(20);
+  check_wgmma<__half, 192, 64, Kind::kRSTransposedB>(21);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -90,6 +90,20 @@ FL_HD constexpr uint64_t kmajor_sw64(uint32_t smem_addr) {
   return encode({smem_addr, 16, kSw64GroupBytes, 0, Layout::k64B});
 }
 
+// Rung 71: 16-bit tiles whose rows are whole 32-column blocks but not whole 64-column ones
+// (d = 96: three blocks) in the 64-byte swizzle, as sw128_offset lays out 64-column blocks:
+// block c / 32 (rows x 64 bytes apart), row r, chunk ((c % 32) / 8) ^ ((r / 2) % 4), the tile
+// 512-byte aligned. K-major (Q, K): kmajor_sw64, k-step s (16 dims) of block s / 2 starts
+// 32 (s % 2) bytes into its rows. MN-major (V): mnmajor_sw64, LBO the step from one 32-column
+// block to the next (rows x 64 bytes), SBO 512 bytes (8 keys); k-step s starts 16 x 64 = 1024
+// bytes x s further.
+FL_HD constexpr uint64_t mnmajor_sw64(uint32_t smem_addr, uint32_t block_bytes) {
+  return encode({smem_addr, block_bytes, kSw64GroupBytes, 0, Layout::k64B});
+}
+FL_HD constexpr uint32_t sw64_offset(uint32_t r, uint32_t c, uint32_t rows) {
+  return (c / 32) * rows * 64 + r * 64 + ((((c % 32) / 8) ^ ((r / 2) % 4)) * 16) + (c % 8) * 2;
+}
+
 // A descriptor advanced by `bytes` (a multiple of 16): only the start field moves. Valid while the
 // start field does not overflow its 14 bits (shared addresses < 256 KiB: always on sm_90).
 FL_HD constexpr uint64_t advance(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }

@@ -89,8 +89,8 @@ __device__ __forceinline__ void fence_operands(uint32_t (&r)[kCount]) {
 
 // Wgmma<T, N>::ss<kTransB>(d, desc_a, desc_b, accumulate)   D (+)= A(smem) B(smem)
 // Wgmma<T, N>::rs<kTransB>(d, a, desc_b, accumulate)        D (+)= A(registers) B(smem)
-// T = __half or __nv_bfloat16 (the type of A and B; D is fp32), N in {16, 64, 80, 128, 192,
-// 256}; or __nv_fp8_e4m3 (k32; kTransB must be 0).
+// T = __half or __nv_bfloat16 (the type of A and B; D is fp32), N in {16, 64, 80, 96, 128,
+// 192, 256}; or __nv_fp8_e4m3 (k32; kTransB must be 0).
 // accumulate = 0: D = A B; 1: D += A B. Scale factors of A and B are +1.
 template <typename T, int N>
 struct Wgmma;
