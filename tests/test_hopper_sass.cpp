@@ -134,8 +134,9 @@ TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
   const auto rungs = fl_test::hopper_rungs();
   if (rungs.empty()) GTEST_SKIP() << fl_test::why_no_hopper_rung();
   for (const fl::KernelInfo* k : rungs) {
-    // A decode rung on sm_90a (70) keeps rung 69's mma.sync instances beside its wgmma ones:
-    // HopperSass.Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma checks which is which.
+    // A decode rung on sm_90a (70, 71) keeps rung 69's mma.sync instances beside its wgmma
+    // ones: HopperSass.Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma and
+    // Rung71BlocksOfManyRowsUseHgmmaAtEveryHeadDim check which is which.
     if (k->kv_cache) continue;
     std::string skip;
     const auto objects = sass_of(*k, &skip);
@@ -204,6 +205,44 @@ TEST(HopperSass, Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma) {
   }
   EXPECT_EQ(wgmma, 8) << "fp16, bf16 x d = 64, 128 x with and without the cluster";
   EXPECT_EQ(others, 28) << "the key-warp and d = 96, 192 instances";
+}
+
+// Rung 71: every decode_kernel instance of blocks of more than 16 rows (no key warps), d = 64,
+// 96, 128 and 192, multiplies with wgmma alone (S in d / 16 HGMMAs, P V in 4, no HMMA); the
+// key-warp instances are rung 69's mma.sync code (HMMA, no HGMMA). fp16 and bf16, with and
+// without the cluster: 16 wgmma instances, 20 others (d = 64's key warps have two tile sizes).
+TEST(HopperSass, Rung71BlocksOfManyRowsUseHgmmaAtEveryHeadDim) {
+  const fl::KernelInfo* k71 = nullptr;
+  for (const fl::KernelInfo* k : fl_test::hopper_rungs())
+    if (k->number == 71) k71 = k;
+  if (k71 == nullptr)
+    GTEST_SKIP() << "rung 71 is not in this build: " << fl_test::why_no_hopper_rung();
+  std::string skip;
+  const auto objects = sass_of(*k71, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  // decode_kernel<T, d, keys a tile, key warps, cluster>
+  static const std::regex instance(
+      R"(decode_kernel<[^,<>]+, (\d+), (\d+), (true|false), (?:true|false)>)");
+  int wgmma = 0, others = 0;
+  for (const auto& [obj, sass] : objects) {
+    for (const auto& [name, c] : count_sass(sass)) {
+      const std::string pretty = demangle(name);
+      std::smatch m;
+      if (!std::regex_search(pretty, m, instance)) continue;
+      const int d = std::stoi(m[1]);
+      if (m[3] == "false") {
+        ++wgmma;
+        EXPECT_EQ(c.gmma, d / 16 + 4) << pretty << ": S in d / 16 HGMMAs, P V in 4";
+        EXPECT_EQ(c.hmma, 0) << pretty;
+      } else {
+        ++others;
+        EXPECT_EQ(c.gmma, 0) << pretty;
+        EXPECT_GT(c.hmma, 0) << pretty;
+      }
+    }
+  }
+  EXPECT_EQ(wgmma, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x with and without the cluster";
+  EXPECT_EQ(others, 20) << "the key-warp instances";
 }
 
 // Rung 27's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one
