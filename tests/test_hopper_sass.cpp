@@ -168,19 +168,20 @@ TEST(HopperSass, EveryAttentionKernelUsesHgmmaNotHmma) {
   }
 }
 
-// Rung 70: its decode_kernel instances of blocks of more than 16 rows (no key warps) at d = 64
-// and 128 multiply with wgmma alone (HGMMA, no HMMA: S = Q K^T in d / 16 HGMMAs, O += P V in 4);
-// every other instance (key warps, d = 96 and 192) is rung 69's mma.sync code (HMMA, no HGMMA).
-// fp16 and bf16, with and without the cluster: 8 wgmma instances, 28 others (d = 64's key warps
-// have two tile sizes).
-TEST(HopperSass, Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma) {
-  const fl::KernelInfo* k70 = nullptr;
-  for (const fl::KernelInfo* k : fl_test::hopper_rungs())
-    if (k->number == 70) k70 = k;
-  if (k70 == nullptr)
-    GTEST_SKIP() << "rung 70 is not in this build: " << fl_test::why_no_hopper_rung();
+// Rungs 70 and 71: which decode_kernel instances multiply with wgmma alone (HGMMA, no HMMA: S =
+// Q K^T in d / 16 HGMMAs, O += P V in 4) and which are rung 69's mma.sync code (HMMA, no
+// HGMMA). `uses_wgmma(d, key_warps)` says which an instance should be; fp16 and bf16, with and
+// without the cluster, and d = 64's key warps have two tile sizes: 36 instances in all.
+void expect_hgmma_instances(int rung, bool (*uses_wgmma)(int, bool), int wgmma_expected,
+                            int others_expected) {
+  const fl::KernelInfo* k = nullptr;
+  for (const fl::KernelInfo* h : fl_test::hopper_rungs())
+    if (h->number == rung) k = h;
+  if (k == nullptr) {
+    GTEST_SKIP() << "rung " << rung << " is not in this build: " << fl_test::why_no_hopper_rung();
+  }
   std::string skip;
-  const auto objects = sass_of(*k70, &skip);
+  const auto objects = sass_of(*k, &skip);
   if (!skip.empty()) GTEST_SKIP() << skip;
   // decode_kernel<T, d, keys a tile, key warps, cluster>
   static const std::regex instance(
@@ -192,7 +193,7 @@ TEST(HopperSass, Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma) {
       std::smatch m;
       if (!std::regex_search(pretty, m, instance)) continue;
       const int d = std::stoi(m[1]);
-      if (m[3] == "false" && (d == 64 || d == 128)) {
+      if (uses_wgmma(d, m[3] == "true")) {
         ++wgmma;
         EXPECT_EQ(c.gmma, d / 16 + 4) << pretty << ": S in d / 16 HGMMAs, P V in 4";
         EXPECT_EQ(c.hmma, 0) << pretty;
@@ -203,46 +204,21 @@ TEST(HopperSass, Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma) {
       }
     }
   }
-  EXPECT_EQ(wgmma, 8) << "fp16, bf16 x d = 64, 128 x with and without the cluster";
-  EXPECT_EQ(others, 28) << "the key-warp and d = 96, 192 instances";
+  EXPECT_EQ(wgmma, wgmma_expected) << "the instances of blocks of more than 16 rows on wgmma";
+  EXPECT_EQ(others, others_expected) << "the instances on mma.sync";
 }
 
-// Rung 71: every decode_kernel instance of blocks of more than 16 rows (no key warps), d = 64,
-// 96, 128 and 192, multiplies with wgmma alone (S in d / 16 HGMMAs, P V in 4, no HMMA); the
-// key-warp instances are rung 69's mma.sync code (HMMA, no HGMMA). fp16 and bf16, with and
-// without the cluster: 16 wgmma instances, 20 others (d = 64's key warps have two tile sizes).
+// Rung 70: blocks of more than 16 rows (no key warps) at d = 64 and 128 on wgmma (8 instances);
+// key warps, and d = 96 and 192, on mma.sync (28).
+TEST(HopperSass, Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma) {
+  expect_hgmma_instances(
+      70, [](int d, bool key_warps) { return !key_warps && (d == 64 || d == 128); }, 8, 28);
+}
+
+// Rung 71: blocks of more than 16 rows at every head dim on wgmma (16 instances); key warps on
+// mma.sync (20).
 TEST(HopperSass, Rung71BlocksOfManyRowsUseHgmmaAtEveryHeadDim) {
-  const fl::KernelInfo* k71 = nullptr;
-  for (const fl::KernelInfo* k : fl_test::hopper_rungs())
-    if (k->number == 71) k71 = k;
-  if (k71 == nullptr)
-    GTEST_SKIP() << "rung 71 is not in this build: " << fl_test::why_no_hopper_rung();
-  std::string skip;
-  const auto objects = sass_of(*k71, &skip);
-  if (!skip.empty()) GTEST_SKIP() << skip;
-  // decode_kernel<T, d, keys a tile, key warps, cluster>
-  static const std::regex instance(
-      R"(decode_kernel<[^,<>]+, (\d+), (\d+), (true|false), (?:true|false)>)");
-  int wgmma = 0, others = 0;
-  for (const auto& [obj, sass] : objects) {
-    for (const auto& [name, c] : count_sass(sass)) {
-      const std::string pretty = demangle(name);
-      std::smatch m;
-      if (!std::regex_search(pretty, m, instance)) continue;
-      const int d = std::stoi(m[1]);
-      if (m[3] == "false") {
-        ++wgmma;
-        EXPECT_EQ(c.gmma, d / 16 + 4) << pretty << ": S in d / 16 HGMMAs, P V in 4";
-        EXPECT_EQ(c.hmma, 0) << pretty;
-      } else {
-        ++others;
-        EXPECT_EQ(c.gmma, 0) << pretty;
-        EXPECT_GT(c.hmma, 0) << pretty;
-      }
-    }
-  }
-  EXPECT_EQ(wgmma, 16) << "fp16, bf16 x d = 64, 96, 128, 192 x with and without the cluster";
-  EXPECT_EQ(others, 20) << "the key-warp instances";
+  expect_hgmma_instances(71, [](int, bool key_warps) { return !key_warps; }, 16, 20);
 }
 
 // Rung 27's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one

@@ -39,6 +39,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1715,31 +1716,34 @@ TEST(PagedSame, Rung69IsRung68BitForBitWhereItSplitsAlike) {
   }
 }
 
-TEST(PagedSame, Rung70IsRung69BitForBitButForBlocksOfManyRowsAtD64And128) {
-  // Rung 70 computes a block of more than 16 rows at d = 64 and 128 with wgmma, from K and V
-  // stored in wgmma's 128-byte swizzle; everything else is rung 69's. So: one query row (key
-  // warps) and d = 96 and 192 write rung 69's bits; blocks of 20, 48 and 64 rows at d = 64 and
-  // 128 are right against the reference (tiles in one page, in runs across pages of 16 and 48,
-  // shuffled; ragged and empty sequences; one split, the combine, a cluster), with rung 69's
-  // tiles and workspace (the same splits). The cache's unused rows are NaN: a copy to or a read
-  // from a wrong place in the swizzle shows.
-  FL_REQUIRE_GPU();
-  const fl::KernelInfo* k69 = forward_rung(69);
-  const fl::KernelInfo* k70 = forward_rung(70);
-  if (k69 == nullptr || k70 == nullptr) GTEST_SKIP() << "rungs 69 and 70 are not both built";
-  if (compute_major() != 9) GTEST_SKIP() << "rung 70 (wgmma) runs on compute capability 9.0";
+// Rungs 70 and 71: rung `next` computes a block of more than 16 rows at the head dims `wgmma`
+// with wgmma, from K and V stored in wgmma's swizzle; everything else is rung `prev`'s. So: one
+// query row (key warps, at `key_warps`) and 64-row blocks at `others` write rung prev's bits;
+// blocks of 20, 48 and 64 rows at `wgmma` are right against the reference (tiles in one page,
+// in runs across pages of 16 and 48, shuffled; ragged and empty sequences; one split, the
+// combine, a cluster), with rung prev's tiles and workspace (the same splits). The cache's
+// unused rows are NaN: a copy to or a read from a wrong place in the swizzle shows.
+void expect_wgmma_only_for_many_rows(int prev, int next, std::array<int64_t, 2> wgmma,
+                                     std::array<int64_t, 2> key_warps,
+                                     std::array<int64_t, 2> others, uint64_t seed) {
+  const fl::KernelInfo* kp = forward_rung(prev);
+  const fl::KernelInfo* kn = forward_rung(next);
+  if (kp == nullptr || kn == nullptr) {
+    GTEST_SKIP() << "rungs " << prev << " and " << next << " are not both built";
+  }
+  if (compute_major() != 9) GTEST_SKIP() << "rung " << next << " (wgmma) runs on 9.0";
   std::vector<CacheCase> cases;
   auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
                  bool shuffle, std::vector<int32_t> lengths) {
     cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
-                               700 + cases.size()));
+                               seed + cases.size()));
   };
   using fl::DType;
   const std::vector<int32_t> ragged = {30001, 1, 1024, 333, 32768, 0, 512, 100};
   std::vector<int32_t> sixteen(16, 700);
   sixteen[0] = 8192;
   sixteen[3] = 0;
-  for (int64_t d : {64, 128}) {
+  for (int64_t d : wgmma) {
     add(DType::f16, d, 8, 16, 32768, 0, true, ragged);        // 64 rows, B = 8: splits
     add(DType::bf16, d, 8, 16, 32768, 64, true, ragged);      // through pages of 64
     add(DType::f16, d, 8, 16, 32768, 0, true, {30001});       // B = 1: many splits
@@ -1750,99 +1754,47 @@ TEST(PagedSame, Rung70IsRung69BitForBitButForBlocksOfManyRowsAtD64And128) {
     add(DType::bf16, d, 2, 3, 1000, 0, false, {1000, 1000});  // 48 rows (Nq 3 x g 16)
     cases.back().with_lengths = false;                        // a plain call
   }
-  add(DType::f16, 128, 8, 1, 32768, 0, true, ragged);         // 4 rows a block: rung 69's
-  add(DType::bf16, 64, 8, 2, 8192, 64, true, {8000, 5});      // 8 rows a block: rung 69's
-  add(DType::f16, 96, 8, 16, 32768, 0, true, {30001, 5});     // d = 96: rung 69's
-  add(DType::bf16, 192, 8, 16, 16384, 16, true, {16000, 9});  // d = 192: rung 69's
+  add(DType::f16, key_warps[0], 8, 1, 32768, 0, true, ragged);      // 4 rows a block
+  add(DType::bf16, key_warps[1], 8, 2, 8192, 64, true, {8000, 5});  // 8 rows a block
+  add(DType::f16, others[0], 8, 16, 32768, 0, true, {30001, 5});     // 64 rows, prev's path
+  add(DType::bf16, others[1], 8, 16, 16384, 16, true, {16000, 9});   // 64 rows, prev's path
   fl::CublasHandle cublas;
-  int alike = 0, wgmma = 0;
+  int alike = 0, multiplied = 0;
   for (const CacheCase& c : cases) {
     SCOPED_TRACE(c.describe());
     const HostData h = make_host_data(c);
-    const RunResult a = run_case(*k69, c, h);
+    const RunResult a = run_case(*kp, c, h);
     SKIP_ON_SHARED_MEMORY(a);
-    const RunResult b = run_case(*k70, c, h);
+    const RunResult b = run_case(*kn, c, h);
     ASSERT_EQ(a.refused, "");
     ASSERT_EQ(b.refused, "");
     EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
     EXPECT_EQ(a.tile_keys, b.tile_keys);
     EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
     const int64_t rows = c.nq * (c.hq / c.hkv);
-    if (rows <= 16 || (c.d != 64 && c.d != 128)) {
+    if (rows <= 16 || (c.d != wgmma[0] && c.d != wgmma[1])) {
       EXPECT_EQ(bitwise_differences(a, b), 0);
       ++alike;
       continue;
     }
-    EXPECT_EQ(check_run(c, b, references(*k70, c, h, cublas)), "");
-    ++wgmma;
+    EXPECT_EQ(check_run(c, b, references(*kn, c, h, cublas)), "");
+    ++multiplied;
   }
-  EXPECT_EQ(wgmma, 16);
+  EXPECT_EQ(multiplied, 16);
   EXPECT_EQ(alike, 4);
 }
 
-TEST(PagedSame, Rung71IsRung70BitForBitButForBlocksOfManyRowsAtD96And192) {
-  // Rung 71 computes a block of more than 16 rows with wgmma at d = 96 (K and V in the 64-byte
-  // swizzle) and d = 192 (three 64-column blocks of the 128-byte one) too; everything else is
-  // rung 70's. So: one query row (key warps) and d = 64 and 128 write rung 70's bits; blocks of
-  // 20, 48 and 64 rows at d = 96 and 192 are right against the reference (tiles in one page, in
-  // runs across pages of 16 and 48, shuffled; ragged and empty sequences; one split, the
-  // combine, a cluster), with rung 70's tiles and workspace (the same splits). The cache's
-  // unused rows are NaN: a copy to or a read from a wrong place in the swizzle shows.
+TEST(PagedSame, Rung70IsRung69BitForBitButForBlocksOfManyRowsAtD64And128) {
+  // Rung 70: wgmma at d = 64 and 128, from the 128-byte swizzle; d = 96 and 192 rung 69's.
   FL_REQUIRE_GPU();
-  const fl::KernelInfo* k70 = forward_rung(70);
-  const fl::KernelInfo* k71 = forward_rung(71);
-  if (k70 == nullptr || k71 == nullptr) GTEST_SKIP() << "rungs 70 and 71 are not both built";
-  if (compute_major() != 9) GTEST_SKIP() << "rungs 70 and 71 (wgmma) run on compute capability 9.0";
-  std::vector<CacheCase> cases;
-  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
-                 bool shuffle, std::vector<int32_t> lengths) {
-    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
-                               800 + cases.size()));
-  };
-  using fl::DType;
-  const std::vector<int32_t> ragged = {30001, 1, 1024, 333, 32768, 0, 512, 100};
-  std::vector<int32_t> sixteen(16, 700);
-  sixteen[0] = 8192;
-  sixteen[3] = 0;
-  for (int64_t d : {96, 192}) {
-    add(DType::f16, d, 8, 16, 32768, 0, true, ragged);        // 64 rows, B = 8: splits
-    add(DType::bf16, d, 8, 16, 32768, 64, true, ragged);      // through pages of 64
-    add(DType::f16, d, 8, 16, 32768, 0, true, {30001});       // B = 1: many splits
-    add(DType::bf16, d, 8, 16, 16384, 16, true, {16000, 9});  // pages of 16: runs
-    add(DType::f16, d, 8, 16, 8192, 48, true, sixteen);       // B = 16, pages of 48: runs
-    add(DType::bf16, d, 8, 16, 4096, 256, false, {4000, 3, 4096, 100});  // pages in order
-    add(DType::f16, d, 8, 5, 2048, 0, true, {2000, 17, 5});   // 20 rows: padding warps
-    add(DType::bf16, d, 2, 3, 1000, 0, false, {1000, 1000});  // 48 rows (Nq 3 x g 16)
-    cases.back().with_lengths = false;                        // a plain call
-  }
-  add(DType::f16, 96, 8, 1, 32768, 0, true, ragged);          // 4 rows a block: rung 70's
-  add(DType::bf16, 192, 8, 2, 8192, 64, true, {8000, 5});     // 8 rows a block: rung 70's
-  add(DType::f16, 64, 8, 16, 32768, 0, true, {30001, 5});     // d = 64: rung 70's
-  add(DType::bf16, 128, 8, 16, 16384, 16, true, {16000, 9});  // d = 128: rung 70's
-  fl::CublasHandle cublas;
-  int alike = 0, wgmma = 0;
-  for (const CacheCase& c : cases) {
-    SCOPED_TRACE(c.describe());
-    const HostData h = make_host_data(c);
-    const RunResult a = run_case(*k70, c, h);
-    SKIP_ON_SHARED_MEMORY(a);
-    const RunResult b = run_case(*k71, c, h);
-    ASSERT_EQ(a.refused, "");
-    ASSERT_EQ(b.refused, "");
-    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
-    EXPECT_EQ(a.tile_keys, b.tile_keys);
-    EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
-    const int64_t rows = c.nq * (c.hq / c.hkv);
-    if (rows <= 16 || (c.d != 96 && c.d != 192)) {
-      EXPECT_EQ(bitwise_differences(a, b), 0);
-      ++alike;
-      continue;
-    }
-    EXPECT_EQ(check_run(c, b, references(*k71, c, h, cublas)), "");
-    ++wgmma;
-  }
-  EXPECT_EQ(wgmma, 16);
-  EXPECT_EQ(alike, 4);
+  expect_wgmma_only_for_many_rows(69, 70, {64, 128}, {128, 64}, {96, 192}, 700);
+}
+
+TEST(PagedSame, Rung71IsRung70BitForBitButForBlocksOfManyRowsAtD96And192) {
+  // Rung 71: wgmma at d = 96 (the 64-byte swizzle) and 192 (three 64-column blocks of the
+  // 128-byte one) too; d = 64 and 128 are rung 70's.
+  FL_REQUIRE_GPU();
+  expect_wgmma_only_for_many_rows(70, 71, {96, 192}, {96, 192}, {64, 128}, 800);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
