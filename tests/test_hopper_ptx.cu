@@ -167,6 +167,13 @@ TEST(Sw64, EveryRowIsAPermutationOfItsChunks) {
     }
     EXPECT_EQ(seen.size(), rows * 12);
     EXPECT_EQ(gmma::sw64_offset(5, 45, rows), gmma::sw64_offset(5, 40, rows) + 10);
+    // 8 rows are a whole period: a copy that steps 8 rows moves every chunk by 8 x 64 bytes
+    // (rung 71's copies at d = 96 add that constant instead of working out each offset).
+    for (uint32_t r = 0; r + 8 < rows; ++r) {
+      for (uint32_t c = 0; c < 96; c += 8) {
+        EXPECT_EQ(gmma::sw64_offset(r + 8, c, rows), gmma::sw64_offset(r, c, rows) + 8 * 64);
+      }
+    }
   }
 }
 
