@@ -257,7 +257,7 @@ __device__ void store_accumulator(const float (&d)[N / 2], float* D) {
 // Copies a row-major [rows][cols] global matrix into a shared tile in the 128-byte swizzle
 // (kSwizzle 128: 64-column blocks) or the 64-byte one (64: 32-column blocks).
 template <typename T, int kSwizzle = 128>
-__device__ void fill_sw128(uint8_t* tile, const T* g, int rows, int cols) {
+__device__ void fill_swizzled(uint8_t* tile, const T* g, int rows, int cols) {
   for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
     const int r = i / cols, c = i % cols;
     const uint32_t at =
@@ -277,8 +277,8 @@ __global__ void wgmma_ss_kernel(const T* A, const T* B, float* D) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sA = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // [64][K]: K / 64 blocks of 64 x 128 bytes
   uint8_t* sB = sA + 64 * K * 2;       // [N][K]: K / 64 blocks of N x 128 bytes
-  fill_sw128<T, kSwizzle>(sA, A, 64, K);
-  fill_sw128<T, kSwizzle>(sB, B, N, K);
+  fill_swizzled<T, kSwizzle>(sA, A, 64, K);
+  fill_swizzled<T, kSwizzle>(sB, B, N, K);
   fl::ptx::fence_proxy_async_shared();  // st.shared above, wgmma (async proxy) below
   __syncthreads();
   float d[N / 2];
@@ -308,9 +308,9 @@ __global__ void wgmma_rs_kernel(const T* A, const T* B, float* D) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sB = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);
   if (kTransB) {
-    fill_sw128<T, kSwizzle>(sB, B, K, N);  // [K][N]: blocks of N's columns, K x kSwizzle bytes
+    fill_swizzled<T, kSwizzle>(sB, B, K, N);  // [K][N]: blocks of N's columns, K x kSwizzle bytes
   } else {
-    fill_sw128<T, kSwizzle>(sB, B, N, K);
+    fill_swizzled<T, kSwizzle>(sB, B, N, K);
   }
   fl::ptx::fence_proxy_async_shared();
   __syncthreads();
@@ -456,7 +456,7 @@ TEST(Wgmma, SS_K192_and_RS_TransposedB_N192_fp16) {
 // Copies a row-major [rows][cols] byte matrix into 128-byte-swizzled 128-column blocks. The
 // swizzle moves 16-byte chunks, so byte c of a row is byte c % 2 of 16-bit element c / 2 in
 // gmma::sw128_offset's layout (a 128-byte row: 64 16-bit elements or 128 bytes).
-__device__ void fill_sw128_bytes(uint8_t* tile, const uint8_t* g, int rows, int cols) {
+__device__ void fill_swizzled_bytes(uint8_t* tile, const uint8_t* g, int rows, int cols) {
   for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
     const int r = i / cols, c = i % cols;
     tile[gmma::sw128_offset(r, c / 2, rows) + c % 2] = g[i];
@@ -471,8 +471,8 @@ __global__ void wgmma_e4m3_kernel(const uint8_t* A, const uint8_t* B, float* D) 
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sA = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // [64][K]
   uint8_t* sB = sA + 64 * K;                                                          // [N][K]
-  fill_sw128_bytes(sA, A, 64, K);
-  fill_sw128_bytes(sB, B, N, K);
+  fill_swizzled_bytes(sA, A, 64, K);
+  fill_swizzled_bytes(sB, B, N, K);
   fl::ptx::fence_proxy_async_shared();
   __syncthreads();
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
@@ -560,7 +560,7 @@ template <int N, int K>
 __global__ void wgmma_e4m3_pv_kernel(const float* P, const uint8_t* Vt_perm, float* D) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sB = smem_raw + ((1024 - fl::ptx::smem_addr(smem_raw) % 1024) % 1024);  // [N][K]
-  fill_sw128_bytes(sB, Vt_perm, N, K);
+  fill_swizzled_bytes(sB, Vt_perm, N, K);
   fl::ptx::fence_proxy_async_shared();
   __syncthreads();
   const int warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;

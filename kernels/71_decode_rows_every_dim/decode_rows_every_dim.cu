@@ -92,7 +92,7 @@ constexpr int smem_bytes() {
 // Rung 70: whether an instance multiplies with wgmma. A block of more than 16 rows (no key
 // warps): its four warps are one warpgroup, its 64 rows wgmma's M. Rung 70 took d = 64 and 128
 // alone; rung 71 every head dim. Key warps (each warp its own keys) stay on rung 69's mma.sync.
-template <int kHeadDim, bool kKeyWarps>
+template <bool kKeyWarps>
 constexpr bool uses_wgmma() {
   return !kKeyWarps;
 }
@@ -492,7 +492,7 @@ __global__ void __launch_bounds__(kThreads)
   // A warp's keys of a tile, and their n-tiles of 8.
   constexpr int kKeysW = kKeyWarps ? kBc / 4 : kBc, kSTiles = kKeysW / 8;
   constexpr uint32_t kStageBytes = kBc * kD * 2;
-  constexpr bool kWgmma = uses_wgmma<kHeadDim, kKeyWarps>();  // rung 70
+  constexpr bool kWgmma = uses_wgmma<kKeyWarps>();  // rung 70
   constexpr int kSwizzle = swizzle_bytes<kHeadDim, kWgmma>();  // rung 71: 128, 64 or 0
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t aQ = ptx::smem_addr(smem);
