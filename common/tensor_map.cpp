@@ -53,7 +53,12 @@ CUtensorMap make_tensor_map_4d(const void* base, int64_t head_dim, int64_t rows,
 
 CUtensorMap make_tensor_map_4d(const void* base, int elem_bytes, int64_t cols, int64_t rows,
                                int64_t heads, int64_t batch, const Strides& s, int box_cols,
-                               int box_rows, int swizzle_bytes) {
+                               int box_rows, int swizzle_bytes, int l2_promotion_bytes) {
+  if (l2_promotion_bytes != 0 && l2_promotion_bytes != 64 && l2_promotion_bytes != 128 &&
+      l2_promotion_bytes != 256) {
+    throw CudaError("make_tensor_map_4d: the L2 promotion must be 0, 64, 128 or 256 bytes (got " +
+                    std::to_string(l2_promotion_bytes) + ")");
+  }
   if ((elem_bytes != 1 && elem_bytes != 2) || (swizzle_bytes != 64 && swizzle_bytes != 128) ||
       box_cols * elem_bytes != swizzle_bytes) {
     throw CudaError("make_tensor_map_4d: the box's inner extent (" + std::to_string(box_cols) +
@@ -77,9 +82,14 @@ CUtensorMap make_tensor_map_4d(const void* base, int elem_bytes, int64_t cols, i
       elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8;
   const CUtensorMapSwizzle swizzle =
       swizzle_bytes == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_64B;
+  const CUtensorMapL2promotion promotion =
+      l2_promotion_bytes == 0    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+      : l2_promotion_bytes == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+      : l2_promotion_bytes == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                  : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   const CUresult r = encoder()(&map, type, 4, const_cast<void*>(base), dims, strides, box,
                                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                               promotion,
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw CudaError("cuTensorMapEncodeTiled refused the map (CUresult " +

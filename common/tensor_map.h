@@ -46,8 +46,10 @@ CUtensorMap make_tensor_map_4d(const void* base, int64_t head_dim, int64_t rows,
 // must equal it). The map above is this one with 16-bit elements, 64-column boxes and the
 // 128-byte swizzle; rung 28 reads 8-bit e4m3 tiles through it (128 one-byte columns a row, or
 // 64 with the 64-byte swizzle at d = 64).
+// `l2_promotion_bytes`: how much the L2 fetches from memory for each piece a box asks (0: the
+// piece alone; 64, 128 or 256: the aligned span around it). 256 unless a kernel says otherwise.
 CUtensorMap make_tensor_map_4d(const void* base, int elem_bytes, int64_t cols, int64_t rows,
                                int64_t heads, int64_t batch, const Strides& s, int box_cols,
-                               int box_rows, int swizzle_bytes);
+                               int box_rows, int swizzle_bytes, int l2_promotion_bytes = 256);
 
 }  // namespace fl

@@ -15,7 +15,8 @@
 // without a division a row against rung 51's, a seventh rung 53's block-table loads (once a run
 // of 16 keys) against rung 52's (once a row), an eighth the block-wide barriers of the backward
 // rungs 45, 54 and 55 (two a step, one, none), a ninth rung 56's divisions by the page size (one
-// a block) against rung 53's (one a tile).
+// a block) against rung 53's (one a tile). Rungs 70-72: which decode instances multiply with
+// HGMMA, and rung 72's TMA loads (UTMALDG) in place of cp.async (LDGSTS).
 //
 // cuobjdump is not in every CUDA install; CMake looks for it in the toolkit, on PATH and in the
 // pip wheels nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm (cmake/sass_tools.cmake, FL_CUOBJDUMP),
@@ -76,6 +77,8 @@ std::string quoted(const std::string& s) {  // for sh: 'it'\''s'
 struct Counts {
   int gmma = 0;         // HGMMA (fp16/bf16) or QGMMA (fp8): wgmma.mma_async
   int hmma = 0;         // mma.sync
+  int tma = 0;          // UTMALDG: cp.async.bulk.tensor, a TMA load
+  int ldgsts = 0;       // LDGSTS: cp.async, 16 bytes a thread
   std::map<int, int> n; // HGMMA.64xNx16 by N
 };
 
@@ -98,6 +101,8 @@ std::map<std::string, Counts> count_sass(const std::string& sass) {
       if (op == "HGMMA" || op == "QGMMA") ++current->gmma;
       if (op == "HGMMA" && m[2].matched) ++current->n[std::stoi(m[2])];
       if (op == "HMMA") ++current->hmma;
+      if (op == "UTMALDG") ++current->tma;
+      if (op == "LDGSTS") ++current->ldgsts;
     }
   }
   return out;
@@ -219,6 +224,69 @@ TEST(HopperSass, Rung70BlocksOfManyRowsUseHgmmaTheOthersHmma) {
 // mma.sync (20).
 TEST(HopperSass, Rung71BlocksOfManyRowsUseHgmmaAtEveryHeadDim) {
   expect_hgmma_instances(71, [](int, bool key_warps) { return !key_warps; }, 16, 20);
+}
+
+// Rung 72: the same instances on wgmma as rung 71 (16, and 20 on mma.sync).
+TEST(HopperSass, Rung72BlocksOfManyRowsStillUseHgmmaAtEveryHeadDim) {
+  expect_hgmma_instances(72, [](int, bool key_warps) { return !key_warps; }, 16, 20);
+}
+
+// Rung 72: a block of more than 16 rows copies its K/V tiles in one page by TMA. Each of its 16
+// instances holds UTMALDG (in whole tiles: d / 64 boxes of K and as many of V a tile, d / 32 at
+// d = 96) and fewer LDGSTS than rung 71's same instance (its cp.async copies of Q and of tiles
+// in runs across pages remain); the 20 key-warp instances hold no UTMALDG and rung 71's LDGSTS.
+TEST(HopperSass, Rung72BlocksOfManyRowsLoadTheirTilesByTma) {
+  const fl::KernelInfo* k71 = nullptr;
+  const fl::KernelInfo* k72 = nullptr;
+  for (const fl::KernelInfo* h : fl_test::hopper_rungs()) {
+    if (h->number == 71) k71 = h;
+    if (h->number == 72) k72 = h;
+  }
+  if (k71 == nullptr || k72 == nullptr) {
+    GTEST_SKIP() << "rungs 71 and 72 are not both in this build: "
+                 << fl_test::why_no_hopper_rung();
+  }
+  // decode_kernel<T, d, keys a tile, key warps, cluster>, by its template arguments.
+  static const std::regex instance(
+      R"(decode_kernel<([^,<>]+, (\d+), \d+, (true|false), (?:true|false))>)");
+  auto counts = [&](const fl::KernelInfo& k, std::string* skip) {
+    std::map<std::string, std::pair<int, Counts>> out;  // arguments -> (d, counts), key warps
+    for (const auto& [obj, sass] : sass_of(k, skip)) {
+      for (const auto& [name, c] : count_sass(sass)) {
+        const std::string pretty = demangle(name);
+        std::smatch m;
+        if (!std::regex_search(pretty, m, instance)) continue;
+        out[m[1]] = {m[3] == "true" ? -std::stoi(m[2]) : std::stoi(m[2]), c};
+      }
+    }
+    return out;
+  };
+  std::string skip;
+  const auto before = counts(*k71, &skip);
+  if (!skip.empty()) GTEST_SKIP() << skip;
+  const auto after = counts(*k72, &skip);
+  ASSERT_EQ(after.size(), 36u) << "rung 72's decode_kernel instances";
+  int tma = 0, plain = 0;
+  for (const auto& [args, dc] : after) {
+    SCOPED_TRACE(args);
+    const auto it = before.find(args);
+    ASSERT_NE(it, before.end()) << "no such instance in rung 71";
+    const int d = dc.first;
+    const Counts& c = dc.second;
+    if (d < 0) {  // key warps
+      EXPECT_EQ(c.tma, 0);
+      EXPECT_EQ(c.ldgsts, it->second.second.ldgsts);
+      ++plain;
+      continue;
+    }
+    const int boxes = 2 * (d % 64 == 0 ? d / 64 : d / 32);  // K's and V's boxes of a tile
+    EXPECT_GT(c.tma, 0);
+    EXPECT_EQ(c.tma % boxes, 0) << c.tma << " UTMALDG, not whole tiles of " << boxes;
+    EXPECT_LT(c.ldgsts, it->second.second.ldgsts);
+    ++tma;
+  }
+  EXPECT_EQ(tma, 16);
+  EXPECT_EQ(plain, 20);
 }
 
 // Rung 27's narrow first visit (at most 16 keys in the first KV tile an item visits: a length one

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <iostream>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -1795,6 +1796,65 @@ TEST(PagedSame, Rung71IsRung70BitForBitButForBlocksOfManyRowsAtD96And192) {
   // 128-byte one) too; d = 64 and 128 are rung 70's.
   FL_REQUIRE_GPU();
   expect_wgmma_only_for_many_rows(70, 71, {96, 192}, {96, 192}, {64, 128}, 800);
+}
+
+TEST(PagedSame, Rung72IsRung71BitForBit) {
+  // Rung 72 copies a tile of a block of more than 16 rows by TMA where the tile lies in one page
+  // (no table, or pages of 64, 128, 256 keys), and zeroes the values of its keys past the
+  // sequence's end, which cp.async zero-filled: the same bytes land where rung 71's copies put
+  // them, so every call writes rung 71's bits with rung 71's workspace. The cases: every head
+  // dim; 64, 48 and 20 rows a block (TMA) and 4 and 16 (key warps, rung 71's code); tiles in one
+  // page (the contiguous cache, pages of 64, 128 and 256, shuffled or in order) and in runs
+  // across pages of 16 and 48 (cp.async); ragged and empty sequences and lengths that are no
+  // multiple of 64; a plain call whose capacity is none either (the map's rows past it arrive
+  // as zeros); one split, the combine kernel and a cluster. The cache's unused rows are NaN: a
+  // value past a sequence's end left in the stage, or a box landing in the wrong place, shows.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k71 = forward_rung(71);
+  const fl::KernelInfo* k72 = forward_rung(72);
+  if (k71 == nullptr || k72 == nullptr) GTEST_SKIP() << "rungs 71 and 72 are not both built";
+  if (compute_major() != 9) GTEST_SKIP() << "rungs 71 and 72 (wgmma, TMA) run on 9.0";
+  std::vector<CacheCase> cases;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths) {
+    cases.push_back(cache_case(t, d, hkv, nq, capacity, page, shuffle, std::move(lengths),
+                               900 + cases.size()));
+  };
+  using fl::DType;
+  const std::vector<int32_t> ragged = {8001, 1, 1024, 333, 8192, 0, 512, 100};
+  for (int64_t d : {64, 96, 128, 192}) {
+    add(DType::f16, d, 8, 16, 8192, 0, true, ragged);         // 64 rows, B = 8
+    add(DType::bf16, d, 8, 16, 8192, 64, true, ragged);       // pages of 64, shuffled
+    add(DType::f16, d, 8, 16, 16384, 0, true, {16001});       // B = 1: many splits
+    add(DType::bf16, d, 8, 16, 8192, 128, true, {8000, 65});  // B = 2, pages of 128
+    add(DType::f16, d, 8, 16, 4096, 256, false, {4000, 3, 4096, 100});  // pages in order
+    add(DType::bf16, d, 8, 16, 16384, 16, true, {16000, 9});  // pages of 16: runs
+    add(DType::f16, d, 8, 12, 4096, 48, true, {4000, 0, 4090});  // 48 rows, pages of 48: runs
+    add(DType::bf16, d, 8, 5, 2048, 0, true, {2000, 17, 5});  // 20 rows: padding rows
+    add(DType::f16, d, 2, 3, 1000, 0, false, {1000, 1000});   // 48 rows, capacity 1000
+    cases.back().with_lengths = false;                        // a plain call
+    add(DType::bf16, d, 8, 1, 8192, 64, true, ragged);        // 4 rows a block: key warps
+    add(DType::f16, d, 8, 4, 8192, 0, true, {8000, 5});       // 16 rows a block: key warps
+  }
+  int tma = 0, alike = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    std::cout << c.describe() << std::endl;  // a call that never ends is named before it
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k71, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k72, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(a.tile_keys, b.tile_keys);
+    EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+    const bool many_rows = c.nq * (c.hq / c.hkv) > 16;
+    ++(many_rows && (c.page == 0 || c.page % 64 == 0) ? tma : alike);
+  }
+  EXPECT_EQ(tma, 28);
+  EXPECT_EQ(alike, 16);
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
