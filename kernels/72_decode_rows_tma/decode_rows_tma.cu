@@ -646,14 +646,18 @@ __global__ void __launch_bounds__(kThreads)
   // Rung 72: the wgmma instances copy a tile in one page by TMA: thread 0 announces the stage's
   // bytes on its mbarrier and issues the boxes (d / box_cols of K, as many of V, each kBc rows of
   // one column block, landing where kv_offset puts them); every thread waits on the barrier.
-  // The barriers are set up once, before the first copy; the barrier before the loop makes
-  // that visible to the other threads.
+  // The barriers are set up once, by thread 0, and a block barrier orders that before any use
+  // (compute-sanitizer's racecheck reports the first copy's arrive against the set-up without
+  // it, even from the same thread).
   const bool tma = kWgmma && tile_in_page;
   constexpr int kBoxCols = box_cols(kSwizzle == 0 ? 128 : kSwizzle);
-  if (tma && threadIdx.x == 0) {
+  if (tma) {
+    if (threadIdx.x == 0) {
 #pragma unroll
-    for (int s = 0; s < kStages; ++s) ptx::mbarrier::init(aQ + tma_bar<kHeadDim, kBc>(s), 1);
-    ptx::mbarrier::fence_init();
+      for (int s = 0; s < kStages; ++s) ptx::mbarrier::init(aQ + tma_bar<kHeadDim, kBc>(s), 1);
+      ptx::mbarrier::fence_init();
+    }
+    __syncthreads();
   }
   // The cursor, for a call with a block table: the next tile's first key is row cur_row of
   // page table[cur_index]. One division here, for the split's first key; issue_tile moves the
