@@ -27,7 +27,7 @@ FIRST_SPLIT_RUNG = 22      # from here on, one idea a rung under these limits
 MAX_CHANGED_LINES = 370    # "about 350": the rule's figure, with its small margin stated here
 MAX_BANNER_LINES = 25
 MAX_PAGE_LINES = 350
-MAX_TREE_BYTES = 9 * 1024 * 1024  # a serving rung adds about 75 KB of code: its copy and idea
+MAX_TREE_BYTES = 10 * 1024 * 1024  # a serving rung adds about 75 KB of code and 75 of docs
 
 
 def backward_rungs():
