@@ -173,6 +173,30 @@ TEST(PagedRules, ClaimsCacheCallsAndSizesTheirWorkspaceByTheCapacity) {
   }
 }
 
+TEST(PagedRules, Rung72HoldsTheTmaMapsToTheirStrides) {
+  // Rung 72's blocks of more than 16 rows copy their tiles in one page by TMA, whose maps take
+  // strides below 2^40 bytes: a K whose sequences lie 2^40 bytes apart is refused by name and
+  // rule there (rung 71 takes it); blocks of 16 rows or fewer, and pages of 16 keys (copied in
+  // runs by cp.async), build no map and are taken.
+  const fl::KernelInfo* k71 = forward_rung(71);
+  const fl::KernelInfo* k72 = forward_rung(72);
+  if (k71 == nullptr || k72 == nullptr) GTEST_SKIP() << "rungs 71 and 72 are not both built";
+  auto far_apart = [](int64_t nq, int64_t page) {
+    fl::AttnParams p = placeholder_cache(fl::DType::f16, 2, 32, 8, nq, 1000, 128, page);
+    p.k_stride.batch = int64_t{1} << 39;  // elements: 2^40 bytes
+    return p;
+  };
+  const fl::AttnParams many = far_apart(16, 0);  // 64 rows a block
+  ASSERT_EQ(fl::check_common(many), "");
+  EXPECT_EQ(fl::why_unsupported(*k71, many), "");
+  EXPECT_EQ(fl::why_unsupported(*k72, many),
+            "kernel " + k72->name() +
+                ": K's strides must be below 2^40 bytes (a TMA rule), for the TMA copies of a "
+                "block of more than 16 rows");
+  EXPECT_EQ(fl::why_unsupported(*k72, far_apart(4, 0)), "") << "16 rows: key warps, no map";
+  EXPECT_EQ(fl::why_unsupported(*k72, far_apart(16, 16)), "") << "pages of 16: no map";
+}
+
 // ---------------------------------------------------------------------------------------------
 // GPU: a cache, its run and its reference
 // ---------------------------------------------------------------------------------------------
