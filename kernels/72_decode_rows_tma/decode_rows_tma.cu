@@ -50,6 +50,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -531,7 +532,8 @@ __device__ __forceinline__ void merge_key_warps(const AttnParams& p, float* part
 template <typename T, int kHeadDim, int kBc, bool kKeyWarps, bool kCluster>
 __global__ void __launch_bounds__(kThreads)
     decode_kernel(const AttnParams p, float* part_o, float* part_lse,
-                  const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV) {
+                  const __grid_constant__ CUtensorMap tmK,
+                  const __grid_constant__ CUtensorMap tmV) {
   constexpr int kD = kHeadDim, kKSteps = kD / 16, kOTiles = kD / 8;
   // A warp's keys of a tile, and their n-tiles of 8.
   constexpr int kKeysW = kKeyWarps ? kBc / 4 : kBc, kSTiles = kKeysW / 8;
@@ -714,21 +716,20 @@ __global__ void __launch_bounds__(kThreads)
     // Rung 72: box (column block cb, rows row.., head hk, page) of each map; the map's rows are
     // the page's (or the cache's: rows past the capacity arrive as zeros), so a box never
     // reads past its page. Rows past the sequence's end arrive as the cache holds them: the
-    // mask hides their keys, and the warps zero their values (below).
+    // mask hides their keys, and the warps zero their values (below). (A wgmma instance here has
+    // its tile in one page: tma holds.)
     if constexpr (kWgmma) {
-      if (tma) {
-        const uint32_t bar = aQ + tma_bar<kHeadDim, kBc>(j % kStages);
-        ptx::mbarrier::arrive_expect_tx(bar, 2 * kStageBytes);
+      const uint32_t bar = aQ + tma_bar<kHeadDim, kBc>(j % kStages);
+      ptx::mbarrier::arrive_expect_tx(bar, 2 * kStageBytes);
 #pragma unroll
-        for (int cb = 0; cb < kD / kBoxCols; ++cb) {
-          const uint32_t at = stage + cb * kBc * kSwizzle;
-          ptx::tma::load_4d(aK + at, &tmK, bar, cb * kBoxCols, row, static_cast<int>(hk),
-                            static_cast<int>(page));
-          ptx::tma::load_4d(aV + at, &tmV, bar, cb * kBoxCols, row, static_cast<int>(hk),
-                            static_cast<int>(page));
-        }
-        return;
+      for (int cb = 0; cb < kD / kBoxCols; ++cb) {
+        const uint32_t at = stage + cb * kBc * kSwizzle;
+        ptx::tma::load_4d(aK + at, &tmK, bar, cb * kBoxCols, row, static_cast<int>(hk),
+                          static_cast<int>(page));
+        ptx::tma::load_4d(aV + at, &tmV, bar, cb * kBoxCols, row, static_cast<int>(hk),
+                          static_cast<int>(page));
       }
+      return;
     }
     copy_kv_tile<T, kD, kBc, kSwizzle>(aK + stage, gK + page * p.k_stride.batch + row * p.k_stride.row,
                         p.k_stride.row, valid);
@@ -793,7 +794,8 @@ __global__ void __launch_bounds__(kThreads)
     // and every warp is done with tile j - 1, whose stage the next copies overwrite.
     ptx::cp_async::wait_group<kStages - 2>();
     if constexpr (kWgmma) {
-      // Rung 72: a TMA tile has landed when its stage's barrier completes phase j / kStages. A
+      // Rung 72: a TMA tile has landed when its stage's barrier completes the phase of parity
+      // (j / kStages) % 2 (tile j is the (j / kStages)-th use of stage j % kStages). A
       // tile past the sequence's end (the split's last) holds the cache's rows there: their keys
       // score -inf under the mask, but their values, NaN or Inf in a cache that keeps them,
       // would turn P's zeros into NaN; the warps zero them (cp.async zero-filled them).
@@ -1222,9 +1224,7 @@ bool runs_clusters(Kernel kernel, int smem) {
 // the K/V ring (the wgmma instances' block_smem holds it already).
 template <int kHeadDim, int kBc, bool kKeyWarps>
 constexpr int cluster_smem() {
-  return block_smem<kHeadDim, kBc, kKeyWarps>() > smem_bytes<kHeadDim, kBc>() + kBarBytes
-             ? block_smem<kHeadDim, kBc, kKeyWarps>()
-             : smem_bytes<kHeadDim, kBc>() + kBarBytes;
+  return std::max(block_smem<kHeadDim, kBc, kKeyWarps>(), smem_bytes<kHeadDim, kBc>() + kBarBytes);
 }
 
 template <typename T, int kHeadDim, int kBc, bool kKeyWarps>
