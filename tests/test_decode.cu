@@ -72,6 +72,7 @@
 #include "kernels/67_decode_d96_one_wave/splits.h"
 #include "kernels/68_decode_copy_steps/row_copy.h"
 #include "kernels/69_decode_rows_two/splits.h"
+#include "kernels/73_decode_rows_unsplit/splits.h"
 
 namespace {
 
@@ -97,6 +98,7 @@ namespace split66 = fl::k66_decode_half_grid;        // rung 66: lone blocks pas
 namespace split67 = fl::k67_decode_d96_one_wave;     // rung 67: short d = 96 calls, one wave
 namespace copy68 = fl::k68_decode_copy_steps;    // rung 68: copies of eight whole rows
 namespace split69 = fl::k69_decode_rows_two;      // rung 69: two slots for blocks of many rows
+namespace split73 = fl::k73_decode_rows_unsplit;  // rung 73: one split past the SMs
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -1112,6 +1114,64 @@ TEST(DecodeRules, Rung69CountsTwoSlotsForBlocksOfManyRowsWhereChunksStayLong) {
   EXPECT_EQ(two(8, 32768, kRows, 24 * 1024), 0);
   EXPECT_EQ(two(8, 32768, kRows, 48 * 1024, 1), 0);
   EXPECT_EQ(split69::two_slot_splits(64, 0, kPerSm, 512, kTile, kRows), 0);
+}
+
+TEST(DecodeRules, Rung73TakesOneSplitForAGridOfManyRowsPastTheSms) {
+  // An H200's 132 SMs, two 64-row blocks of d = 128 an SM (tiles of 32 KiB of K and V), GQA 32/8
+  // with 16 query rows: B x 8 blocks. Rung 73 takes the two-slot count's one split where the
+  // grid has more blocks than SMs; rung 69's rule (rung 72's) gave those calls rung 68's count.
+  constexpr int kSms = 132, kPerSm = 2;
+  constexpr int64_t kTile = 32 * 1024;
+  auto two73 = [&](int64_t b, int64_t nk, int64_t rows = 64, int64_t tile = 32 * 1024,
+                   int per_sm = 2) {  // kTile, kPerSm
+    return split73::two_slot_splits(b * 8, kSms, per_sm, nk / 64, tile, rows);
+  };
+  auto two69 = [&](int64_t b, int64_t nk) {
+    return split69::two_slot_splits(b * 8, kSms, kPerSm, nk / 64, kTile, 64);
+  };
+  auto one = [&](int64_t b, int64_t nk) {  // rung 68's count: one slot an SM
+    return split69::choose_splits(b * 8, kSms, 1, nk / 64, split69::cut_pct(kTile));
+  };
+  // The grids it moves: 160-224 blocks, which rung 68's count cut into 2-4 splits.
+  for (int64_t nk : {4096, 8192, 32768, 131072}) {
+    EXPECT_EQ(two73(20, nk), 1) << nk;
+    EXPECT_EQ(two69(20, nk), 0) << nk;
+    EXPECT_EQ(one(20, nk), 3) << nk;
+    EXPECT_EQ(two73(24, nk), 1) << nk;
+    EXPECT_EQ(one(24, nk), 2) << nk;
+    EXPECT_EQ(two73(28, nk), 1) << nk;
+    EXPECT_EQ(one(28, nk), 4) << nk;
+  }
+  // Every count: where rung 69's rule took a count, rung 73 takes the same; where it did not,
+  // rung 73 takes one split exactly where the two-slot count is one split of more blocks than
+  // SMs, and 0 (rung 68's count) elsewhere. Over B = 1-160, the grids it moves are B = 20-28.
+  int moved = 0;
+  for (int64_t b = 1; b <= 160; ++b) {
+    for (int64_t nk : {1024, 4096, 8192, 16384, 32768, 131072}) {
+      const int a = two69(b, nk), s = two73(b, nk);
+      if (a > 0) {
+        EXPECT_EQ(s, a) << b << " " << nk;
+        continue;
+      }
+      const bool past = b * 8 > kSms &&
+                        split73::choose_splits(b * 8, kSms, kPerSm, nk / 64,
+                                               split73::cut_pct(kTile)) == 1;
+      EXPECT_EQ(s, past ? 1 : 0) << b << " " << nk;
+      if (s == 1 && one(b, nk) != 1) {
+        EXPECT_GE(b, 20) << nk;
+        EXPECT_LE(b, 28) << nk;
+        ++moved;
+      }
+    }
+  }
+  EXPECT_EQ(moved, 9 * 6 - 1) << "B = 20-28 at every length but B = 28 with 1024 keys";
+  // Not such a call: rows in one warp, small tiles (d <= 96), one block an SM (d = 192), a grid
+  // within the SMs (B = 16: rung 69's two splits), no device figures.
+  EXPECT_EQ(two73(24, 32768, 16), 0);
+  EXPECT_EQ(two73(24, 32768, 64, 24 * 1024), 0);
+  EXPECT_EQ(two73(24, 32768, 64, 48 * 1024, 1), 0);
+  EXPECT_EQ(two73(16, 8192), 2);
+  EXPECT_EQ(split73::two_slot_splits(192, 0, kPerSm, 512, kTile, 64), 0);
 }
 
 TEST(DecodeRules, SplitWorkspaceSize) {

@@ -68,6 +68,7 @@
 #include "kernels/66_decode_half_grid/splits.h"
 #include "kernels/67_decode_d96_one_wave/splits.h"
 #include "kernels/69_decode_rows_two/splits.h"
+#include "kernels/73_decode_rows_unsplit/splits.h"
 
 namespace {
 
@@ -1879,6 +1880,84 @@ TEST(PagedSame, Rung72IsRung71BitForBit) {
   }
   EXPECT_EQ(tma, 28);
   EXPECT_EQ(alike, 16);
+}
+
+TEST(PagedSame, Rung73IsRung72BitForBitWhereItSplitsAlike) {
+  // Rung 73 gives a grid of blocks of more than 16 rows at d = 128 one split where the count of
+  // the two slots an SM holds is one split and the grid has more blocks than SMs (rung 72 took
+  // rung 68's count there: 2-4 splits), and changes nothing else. Such a call is right against
+  // the reference with no workspace (one split: no partials), where rung 72's asked for its
+  // splits' partials; every other call (rung 69's two-slot count, one query row, d = 64, 96 and
+  // 192, a grid within the SMs, one split either way) writes rung 72's bits with rung 72's
+  // workspace. The capacity sets the count, the lengths (ragged, empty, full) what is read.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k72 = forward_rung(72);
+  const fl::KernelInfo* k73 = forward_rung(73);
+  if (k72 == nullptr || k73 == nullptr) GTEST_SKIP() << "rungs 72 and 73 are not both built";
+  if (compute_major() != 9) GTEST_SKIP() << "rungs 72 and 73 (wgmma, TMA) run on 9.0";
+  namespace r73 = fl::k73_decode_rows_unsplit;
+  std::vector<CacheCase> cases;
+  auto lengths = [](int64_t b, int32_t capacity) {  // ragged, one full and one empty
+    std::vector<int32_t> l(static_cast<size_t>(b));
+    for (int64_t i = 0; i < b; ++i) {
+      l[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7919 + 13) % (capacity + 1));
+    }
+    l[0] = capacity;
+    l[3] = 0;
+    return l;
+  };
+  auto add = [&](fl::DType t, int64_t d, int64_t nq, int64_t b, int32_t capacity, int64_t page,
+                 bool shuffle) {
+    cases.push_back(cache_case(t, d, 8, nq, capacity, page, shuffle, lengths(b, capacity),
+                               730 + cases.size()));
+  };
+  using fl::DType;
+  add(DType::f16, 128, 16, 20, 2048, 0, true);    // 160 blocks: rung 72's 3 splits -> 1
+  add(DType::bf16, 128, 16, 24, 4096, 64, true);  // 192, pages of 64 shuffled: 2 -> 1
+  add(DType::f16, 128, 16, 28, 3072, 256, false);  // 224, pages of 256 in order: 4 -> 1
+  add(DType::bf16, 128, 8, 22, 2048, 16, true);   // 32 rows, pages of 16 (runs): 2 -> 1
+  add(DType::f16, 128, 16, 16, 4096, 0, true);    // 128 blocks: rung 69's 2 splits, both
+  add(DType::f16, 128, 1, 24, 2048, 64, true);    // 4 rows a block: key warps, rung 68's count
+  add(DType::bf16, 96, 16, 24, 2048, 0, true);    // d = 96: small tiles
+  add(DType::f16, 64, 16, 20, 2048, 64, true);    // d = 64: small tiles
+  add(DType::bf16, 192, 16, 20, 2048, 0, true);   // d = 192: one block an SM
+  add(DType::f16, 128, 16, 32, 2048, 0, true);    // 256 blocks: one split either way
+  const int sms = sm_count();
+  fl::CublasHandle cublas;
+  int alike = 0, moved = 0;
+  for (const CacheCase& c : cases) {
+    SCOPED_TRACE(c.describe());
+    std::cout << c.describe() << std::endl;
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k72, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k73, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(a.tile_keys, b.tile_keys);
+    const int64_t rows = c.nq * (c.hq / c.hkv), keys = b.tile_keys, tb = 2 * keys * c.d * 2;
+    const int64_t tiles = (c.capacity + keys - 1) / keys, blocks = c.batch() * c.hkv;
+    // Blocks an SM (only d = 128 can take the two-slot count): 112 KiB and the stage barriers.
+    const int per_sm = c.d == 128 ? blocks_per_sm(112 * 1024 + 40, 2) : 1;
+    const bool one_past =
+        r73::two_slot_splits(blocks, sms, per_sm, tiles, tb, rows) == 1 &&
+        r73::choose_splits(blocks, sms, 1, tiles, r73::cut_pct(tb)) > 1;
+    if (!one_past) {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+      ++alike;
+      continue;
+    }
+    EXPECT_EQ(b.workspace_bytes, 0) << "one split: no partials";
+    EXPECT_GT(a.workspace_bytes, 0) << "rung 72's splits, merged by the combine kernel";
+    EXPECT_EQ(check_run(c, b, references(*k73, c, h, cublas)), "");
+    ++moved;
+  }
+  if (sms >= 128 && sms <= 133) {
+    EXPECT_EQ(moved, 4) << "the four grids of 160-224 blocks of 32 or 64 rows at d = 128";
+    EXPECT_EQ(alike, 6);
+  }
 }
 
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
