@@ -1119,12 +1119,14 @@ TEST(DecodeRules, Rung69CountsTwoSlotsForBlocksOfManyRowsWhereChunksStayLong) {
 TEST(DecodeRules, Rung73TakesOneSplitForAGridOfManyRowsPastTheSms) {
   // An H200's 132 SMs, two 64-row blocks of d = 128 an SM (tiles of 32 KiB of K and V), GQA 32/8
   // with 16 query rows: B x 8 blocks. Rung 73 takes the two-slot count's one split where the
-  // grid has more blocks than SMs; rung 69's rule (rung 72's) gave those calls rung 68's count.
+  // grid has more blocks than SMs and every sequence has the capacity's length (no cache
+  // lengths); rung 69's rule (rung 72's) gave those calls rung 68's count, as rung 73 still does
+  // for a call with cache lengths.
   constexpr int kSms = 132, kPerSm = 2;
   constexpr int64_t kTile = 32 * 1024;
-  auto two73 = [&](int64_t b, int64_t nk, int64_t rows = 64, int64_t tile = 32 * 1024,
-                   int per_sm = 2) {  // kTile, kPerSm
-    return split73::two_slot_splits(b * 8, kSms, per_sm, nk / 64, tile, rows);
+  auto two73 = [&](int64_t b, int64_t nk, bool equal = true, int64_t rows = 64,
+                   int64_t tile = 32 * 1024, int per_sm = 2) {  // kTile, kPerSm
+    return split73::two_slot_splits(b * 8, kSms, per_sm, nk / 64, tile, rows, equal);
   };
   auto two69 = [&](int64_t b, int64_t nk) {
     return split69::two_slot_splits(b * 8, kSms, kPerSm, nk / 64, kTile, 64);
@@ -1141,14 +1143,16 @@ TEST(DecodeRules, Rung73TakesOneSplitForAGridOfManyRowsPastTheSms) {
     EXPECT_EQ(one(24, nk), 2) << nk;
     EXPECT_EQ(two73(28, nk), 1) << nk;
     EXPECT_EQ(one(28, nk), 4) << nk;
+    EXPECT_EQ(two73(20, nk, false), 0) << nk;  // cache lengths: rung 68's count
   }
-  // Every count: where rung 69's rule took a count, rung 73 takes the same; where it did not,
-  // rung 73 takes one split exactly where the two-slot count is one split of more blocks than
-  // SMs, and 0 (rung 68's count) elsewhere. Over B = 1-160, the grids it moves are B = 20-28.
+  // Every count: with cache lengths rung 69's rule; without, rung 69's count wherever rung 69
+  // took one, and one split exactly where the two-slot count is one split of more blocks than
+  // SMs, 0 (rung 68's count) elsewhere. Over B = 1-160, the grids it moves are B = 20-28.
   int moved = 0;
   for (int64_t b = 1; b <= 160; ++b) {
     for (int64_t nk : {1024, 4096, 8192, 16384, 32768, 131072}) {
       const int a = two69(b, nk), s = two73(b, nk);
+      EXPECT_EQ(two73(b, nk, false), a) << b << " " << nk;
       if (a > 0) {
         EXPECT_EQ(s, a) << b << " " << nk;
         continue;
@@ -1167,11 +1171,11 @@ TEST(DecodeRules, Rung73TakesOneSplitForAGridOfManyRowsPastTheSms) {
   EXPECT_EQ(moved, 9 * 6 - 1) << "B = 20-28 at every length but B = 28 with 1024 keys";
   // Not such a call: rows in one warp, small tiles (d <= 96), one block an SM (d = 192), a grid
   // within the SMs (B = 16: rung 69's two splits), no device figures.
-  EXPECT_EQ(two73(24, 32768, 16), 0);
-  EXPECT_EQ(two73(24, 32768, 64, 24 * 1024), 0);
-  EXPECT_EQ(two73(24, 32768, 64, 48 * 1024, 1), 0);
+  EXPECT_EQ(two73(24, 32768, true, 16), 0);
+  EXPECT_EQ(two73(24, 32768, true, 64, 24 * 1024), 0);
+  EXPECT_EQ(two73(24, 32768, true, 64, 48 * 1024, 1), 0);
   EXPECT_EQ(two73(16, 8192), 2);
-  EXPECT_EQ(split73::two_slot_splits(192, 0, kPerSm, 512, kTile, 64), 0);
+  EXPECT_EQ(split73::two_slot_splits(192, 0, kPerSm, 512, kTile, 64, true), 0);
 }
 
 TEST(DecodeRules, SplitWorkspaceSize) {

@@ -4,10 +4,11 @@
 //            of the two slots an SM holds (rung 69) only where that count splits the keys; a
 //            grid for which it is one split but which has more blocks than SMs (GQA 32/8 with
 //            16 query rows at B = 20-28: 160-224 blocks on 132 SMs) falls back to the count of
-//            one slot an SM, 2-4 splits, and on an H200 reads at 84-92% of the read ceiling
-// changes:   such a grid takes the one split: all its blocks resident at once, two on some
-//            SMs and one on the rest, no partials and no combine (host code: the split rule;
-//            rung 72's kernels)
+//            one slot an SM, 2-4 splits, and on an H200 reads at 79-91% of the read ceiling
+// changes:   such a grid takes the one split where the call passes no cache lengths (every
+//            sequence the capacity's): all its blocks resident at once, two on some SMs and one
+//            on the rest, no partials and no combine (host code: the split rule; rung 72's
+//            kernels). With cache lengths, which may differ, rung 72's count
 // expect:    those calls faster than rung 72; every other call rung 72's count and bits
 // supports:  rung 58's calls (fp16, bf16; d in {64, 96, 128, 192}; Nq x H_q / H_kv <= 64;
 //            Nk <= 2^30; causal or not; MHA, GQA, MQA; H_kv, B <= 65535), with cache lengths, a
@@ -1264,7 +1265,9 @@ int splits_for(const AttnParams& p) {
   const int64_t blocks = p.batch * p.heads_kv, tiles = (p.seqlen_k + kBc - 1) / kBc;
   const int64_t rows = p.seqlen_q * (p.heads_q / p.heads_kv);
   // Rung 69: a block of many rows, two an SM where its chunks stay long.
-  if (const int two = two_slot_splits(blocks, f.sms, f.blocks_per_sm, tiles, kTileBytes, rows)) {
+  // Rung 73: and one split past the SMs where every sequence has the capacity's length.
+  if (const int two = two_slot_splits(blocks, f.sms, f.blocks_per_sm, tiles, kTileBytes, rows,
+                                      p.seqlens_k == nullptr)) {
     return two;
   }
   // Rung 67: a short d = 96 call, one wave of one block an SM.
@@ -1362,7 +1365,8 @@ void launch_typed(const AttnParams& p, cudaStream_t stream) {
   const Figures f = device_figures<T, kHeadDim, kBc, kKeyWarps>();
   const bool two = two_slot_splits(p.batch * p.heads_kv, f.sms, f.blocks_per_sm, tiles,
                                    int64_t{2} * kBc * kHeadDim * 2,
-                                   p.seqlen_q * (p.heads_q / p.heads_kv)) > 0;
+                                   p.seqlen_q * (p.heads_q / p.heads_kv),
+                                   p.seqlens_k == nullptr) > 0;
   const int split_smem =
       two ? kSmem
           : split_launch_smem(int64_t{2} * kBc * kHeadDim * 2, (tiles + splits - 1) / splits,

@@ -218,24 +218,28 @@ inline int one_wave_splits(int64_t blocks, int sms, int64_t key_tiles, int64_t t
 // splits alone. 0: not such a call (rung 68's count).
 //
 // Rung 73: that exception was measured on rung 68's mma.sync blocks; rung 72's blocks (one
-// warpgroup of wgmma, K and V by TMA) gain from the one split instead. Where the count of two
-// slots an SM is one split of more blocks than SMs, it is taken. On 132 SMs that moves the grids
-// of 160-224 blocks of 64 rows (GQA 32/8 with 16 query rows at B = 20-28; at B = 29-33 rung
-// 68's count is one split too), which rung 68's count cut into 2-4 splits, each a partial to
-// write and merge, launched one block an SM where a split reads 1 MiB or more (2.7-6.8 waves,
-// the last partly idle). Unsplit, every block is resident at once, one on some SMs and two on
-// the others, and all of them share HBM to the end. On an H200 (d = 128, 16 query rows, B =
-// 20, 24 and 28, 8192 and 32768 keys) it ran 1.015-1.166x rung 72 in a first trial (notebook
-// 73).
+// warpgroup of wgmma, K and V by TMA) gain from the one split instead, where every sequence has
+// the same length. Where the count of two slots an SM is one split of more blocks than SMs and
+// the call passes no cache lengths (`equal_lengths`: every sequence the capacity's), it is
+// taken. On 132 SMs that moves the grids of 160-224 blocks of 64 rows (GQA 32/8 with 16 query
+// rows at B = 20-28; at B = 29-33 rung 68's count is one split too), which rung 68's count cut
+// into 2-4 splits, each a partial to write and merge, launched one block an SM where a split
+// reads 1 MiB or more (2.7-6.8 waves, the last partly idle). Unsplit, every block is resident at
+// once, one on some SMs and two on the others, and all of them share HBM to the end. On an H200
+// (d = 128, 16 query rows, B = 20, 24 and 28, 4096-131072 keys) it ran 1.039-1.193x rung 72
+// (notebook 73). With cache lengths the host cannot see whether they differ, and where they do a
+// block of the longest sequence runs on after the others have finished, where rung 68's shorter
+// splits let the GPU fill the SMs they free: lengths uniform in [8192, 32768] at B = 20 read
+// 0.910x rung 72 with one split. Such calls keep rung 68's count.
 constexpr int64_t kTwoChunkBytes = 512 * 1024;
 inline int two_slot_splits(int64_t blocks, int sms, int blocks_per_sm, int64_t key_tiles,
-                           int64_t tile_bytes, int64_t rows) {
+                           int64_t tile_bytes, int64_t rows, bool equal_lengths) {
   if (rows <= 16 || tile_bytes < kBigTileBytes || blocks_per_sm < 2 || blocks < 1 || sms < 1 ||
       key_tiles < 1) {
     return 0;
   }
   const int s = choose_splits(blocks, sms, blocks_per_sm, key_tiles, cut_pct(tile_bytes));
-  if (s == 1) return blocks > sms ? 1 : 0;  // rung 73: one split past the SMs
+  if (s == 1) return equal_lengths && blocks > sms ? 1 : 0;  // rung 73: one split past the SMs
   const int64_t chunk = (key_tiles + s - 1) / s * tile_bytes;  // a block's K and V bytes
   return chunk >= kTwoChunkBytes ? s : 0;
 }
