@@ -1,0 +1,12 @@
+# One call of a rung, GQA 32/8, B = 8, Nk = 32768, Nq = argv[1] (causal when > 1), rung argv[2], d argv[3], for ncu.
+import os, sys, torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import flash_ladder as fl
+nq = int(sys.argv[1]); rung = int(sys.argv[2]); d = int(sys.argv[3])
+torch.manual_seed(0); dev = "cuda"; dt = torch.float16
+q = torch.randn(8, nq, 32, d, device=dev, dtype=dt)
+k = torch.randn(8, 32768, 8, d, device=dev, dtype=dt); v = torch.randn_like(k)
+c = lambda: fl.attention_with_kvcache(q, k, v, causal=nq > 1, kernel=rung)
+c(); c(); torch.cuda.synchronize()
+torch.cuda.profiler.start(); c(); torch.cuda.synchronize(); torch.cuda.profiler.stop()
+print("done", nq, rung, d)
