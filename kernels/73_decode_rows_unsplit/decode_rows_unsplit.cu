@@ -4,7 +4,7 @@
 //            of the two slots an SM holds (rung 69) only where that count splits the keys; a
 //            grid for which it is one split but which has more blocks than SMs (GQA 32/8 with
 //            16 query rows at B = 20-28: 160-224 blocks on 132 SMs) falls back to the count of
-//            one slot an SM, 2-4 splits, and on an H200 reads at 79-91% of the read ceiling
+//            one slot an SM, 2-4 splits, and on an H200 reads at 79-92% of the read ceiling
 // changes:   such a grid takes the one split where the call passes no cache lengths (every
 //            sequence the capacity's): all its blocks resident at once, two on some SMs and one
 //            on the rest, no partials and no combine (host code: the split rule; rung 72's
