@@ -574,38 +574,45 @@ bool merges_in_cluster(const fl::KernelInfo& k, int splits, int64_t clusters) {
 class Paged : public ::testing::TestWithParam<std::tuple<fl::DType, int64_t>> {};
 
 TEST_P(Paged, PassesTheCacheGrid) {
-  // Each shape's data and references are made once; the cache is laid out five ways (pages of
-  // 64, 16, 48 and 256 keys, shuffled, and the contiguous cache with lengths alone), each held to
-  // the references, and all runs of the same tile must agree bit for bit (the same tiles reach
-  // the same math). Rung 65's tile (and rung 66's) at d = 64 depends on the pages (128 keys where a tile lies
-  // in one page, with rows that fit one warp): the contiguous cache and pages of 256 then agree
-  // with each other, and pages of 16, 48 and 64 with each other.
+  // Each shape's data is drawn once and its references made once for each kind of tolerance (a
+  // rung's depends only on whether it rounds S to the input type: references), the rungs looping
+  // inside the shapes. For each rung the cache is laid out five ways (pages of 64, 16, 48 and 256
+  // keys, shuffled, and the contiguous cache with lengths alone), each held to the references,
+  // and all runs of the same tile must agree bit for bit (the same tiles reach the same math).
+  // Rung 65's tile (and rung 66's) at d = 64 depends on the pages (128 keys where a tile lies in
+  // one page, with rows that fit one warp): the contiguous cache and pages of 256 then agree with
+  // each other, and pages of 16, 48 and 64 with each other.
   FL_REQUIRE_GPU();
-  FOR_EACH_CACHE_RUNG(k) {
-    SCOPED_TRACE(k->name());
-    const auto [t, d] = GetParam();
-    fl::CublasHandle cublas;
-    const int64_t heads[][2] = {{32, 8}, {16, 1}, {8, 8}};
-    int ran = 0;
-    for (const auto& hh : heads) {
-      for (int64_t nq : {1, 2, 16}) {
-        if (nq * (hh[0] / hh[1]) > 64) continue;  // a prefill: the rows rule refuses it
-        for (bool causal : {false, true}) {
-          for (int64_t batch : {1, 5}) {
-            CacheCase c;
-            c.t = t;
-            c.hq = hh[0];
-            c.hkv = hh[1];
-            c.nq = nq;
-            c.d = d;
-            c.causal = causal;
-            c.capacity = 1000;
-            // 0 and 1 key, 300 (no multiple of 64 or of a page), 777, the capacity.
-            c.lengths = batch == 1 ? std::vector<int32_t>{523}
-                                   : std::vector<int32_t>{1000, 0, 1, 300, 777};
-            c.seed = 100 * nq + 10 * hh[0] + (causal ? 1 : 0) + batch + d;
-            const HostData h = make_host_data(c);
-            const std::vector<SeqReference> refs = references(*k, c, h, cublas);
+  const std::vector<const fl::KernelInfo*> rungs = cache_rungs();
+  if (rungs.empty()) GTEST_SKIP() << "no rung with a K/V cache (39 on) in this build";
+  const auto [t, d] = GetParam();
+  fl::CublasHandle cublas;
+  const int64_t heads[][2] = {{32, 8}, {16, 1}, {8, 8}};
+  std::vector<int> ran(rungs.size(), 0);
+  for (const auto& hh : heads) {
+    for (int64_t nq : {1, 2, 16}) {
+      if (nq * (hh[0] / hh[1]) > 64) continue;  // a prefill: the rows rule refuses it
+      for (bool causal : {false, true}) {
+        for (int64_t batch : {1, 5}) {
+          CacheCase c;
+          c.t = t;
+          c.hq = hh[0];
+          c.hkv = hh[1];
+          c.nq = nq;
+          c.d = d;
+          c.causal = causal;
+          c.capacity = 1000;
+          // 0 and 1 key, 300 (no multiple of 64 or of a page), 777, the capacity.
+          c.lengths = batch == 1 ? std::vector<int32_t>{523}
+                                 : std::vector<int32_t>{1000, 0, 1, 300, 777};
+          c.seed = 100 * nq + 10 * hh[0] + (causal ? 1 : 0) + batch + d;
+          const HostData h = make_host_data(c);
+          std::vector<SeqReference> refs_of[2];  // [rounds S to the input type]
+          for (size_t i = 0; i < rungs.size(); ++i) {
+            const fl::KernelInfo* k = rungs[i];
+            SCOPED_TRACE(k->name());
+            std::vector<SeqReference>& refs = refs_of[k->scores_in_input_dtype ? 1 : 0];
+            if (refs.empty()) refs = references(*k, c, h, cublas);
             std::vector<RunResult> runs;
             std::vector<int64_t> pages;
             for (int64_t page : {64, 16, 48, 256, 0}) {
@@ -621,7 +628,7 @@ TEST_P(Paged, PassesTheCacheGrid) {
               EXPECT_EQ(bitwise_differences(runs.back(), runs[same]), 0)
                   << "page " << page << " against page " << pages[same] << " ("
                   << runs.back().tile_keys << "-key tiles)";
-              ++ran;
+              ++ran[i];
             }
             // Every rung's tile is the same through pages of 16, 48 and 64; rung 65's (and
             // rung 66's, its copy) differs, for the contiguous cache and pages of 256 at d = 64.
@@ -634,7 +641,9 @@ TEST_P(Paged, PassesTheCacheGrid) {
         }
       }
     }
-    EXPECT_EQ(ran, (3 + 2 + 3) * 2 * 2 * 5);
+  }
+  for (size_t i = 0; i < rungs.size(); ++i) {
+    EXPECT_EQ(ran[i], (3 + 2 + 3) * 2 * 2 * 5) << rungs[i]->name();
   }
 }
 
@@ -653,21 +662,26 @@ TEST(PagedLong, ALongCacheInManySplits) {
   // capacity 32768 (512 key tiles), B = 3 with lengths 20001, 0 and the capacity, so that the
   // splits of the shorter sequences past their length see no key; pages of 256, shuffled; GQA
   // 32/8 with one query and four (causal).
+  // Each call's data (108 million values) is drawn once for every rung, and its references made
+  // once for each kind of tolerance (as in the cache grid).
   FL_REQUIRE_GPU();
-  FOR_EACH_CACHE_RUNG(k) {
-    SCOPED_TRACE(k->name());
-    fl::CublasHandle cublas;
-    for (int64_t nq : {1, 4}) {
-      CacheCase c;
-      c.t = fl::DType::bf16;
-      c.nq = nq;
-      c.causal = nq > 1;
-      c.capacity = 32768;
-      c.page = 256;
-      c.lengths = {20001, 0, 32768};
-      c.seed = 7 + nq;
-      SCOPED_TRACE(c.describe());
-      const HostData h = make_host_data(c);
+  fl::CublasHandle cublas;
+  for (int64_t nq : {1, 4}) {
+    CacheCase c;
+    c.t = fl::DType::bf16;
+    c.nq = nq;
+    c.causal = nq > 1;
+    c.capacity = 32768;
+    c.page = 256;
+    c.lengths = {20001, 0, 32768};
+    c.seed = 7 + nq;
+    SCOPED_TRACE(c.describe());
+    const HostData h = make_host_data(c);
+    std::vector<SeqReference> refs_of[2];  // [rounds S to the input type]
+    FOR_EACH_CACHE_RUNG(k) {
+      SCOPED_TRACE(k->name());
+      std::vector<SeqReference>& refs = refs_of[k->scores_in_input_dtype ? 1 : 0];
+      if (refs.empty()) refs = references(*k, c, h, cublas);
       const RunResult r = run_case(*k, c, h);
       SKIP_ON_SHARED_MEMORY(r);
       if (sm_count() >= 20) {
@@ -684,7 +698,7 @@ TEST(PagedLong, ALongCacheInManySplits) {
           EXPECT_GT(r.workspace_bytes, 0) << "the keys split";
         }
       }
-      EXPECT_EQ(check_run(c, r, references(*k, c, h, cublas)), "");
+      EXPECT_EQ(check_run(c, r, refs), "");
     }
   }
 }
