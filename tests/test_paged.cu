@@ -1977,6 +1977,72 @@ TEST(PagedSame, Rung73IsRung72BitForBitWhereItSplitsAlike) {
   }
 }
 
+TEST(PagedSame, Rung74IsRung73BitForBit) {
+  // Rung 74 changes where a cluster launch of one-row blocks (key warps) reads its block-table
+  // entries: from a copy in shared memory, made once a split, where a tile lies in one page and
+  // the split needs at most 1024 entries; from the table itself otherwise. The same pages, the
+  // same tiles, the same math: every call writes rung 73's bits, with rung 73's workspace. The
+  // calls (GQA 32/8): the paged one-row cell (B = 8, 32768 keys, pages of 64 shuffled), and
+  // others of eight sequences, whose 64 blocks split in two and merge in a cluster on 132 SMs
+  // (no workspace), at every head dim, with pages of 256 in order and four query rows causal;
+  // then the paths that keep the table: d = 64's 64-key tiles (its small blocks split six ways,
+  // merged by the combine kernel), pages of 16 (runs of 16 keys), the contiguous cache, B = 1
+  // (15 splits), 64-row blocks (wgmma, TMA). The last call's longest sequence has 2049 tiles
+  // over two splits: the first needs 1025 entries, one more than the shared copy holds (the
+  // table, as rung 73), the second exactly 1024 (the copy full).
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k73 = forward_rung(73);
+  const fl::KernelInfo* k74 = forward_rung(74);
+  if (k73 == nullptr || k74 == nullptr) GTEST_SKIP() << "rungs 73 and 74 are not both built";
+  if (compute_major() != 9) GTEST_SKIP() << "rungs 73 and 74 (wgmma, TMA) run on 9.0";
+  struct Call {
+    CacheCase c;
+    bool cluster;  // on 128-133 SMs: split, and merged in a cluster (no workspace)
+  };
+  std::vector<Call> calls;
+  auto add = [&](fl::DType t, int64_t d, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths, bool cluster) {
+    calls.push_back({cache_case(t, d, 8, nq, capacity, page, shuffle, std::move(lengths),
+                                740 + calls.size()),
+                     cluster});
+  };
+  using fl::DType;
+  const std::vector<int32_t> cell = {32768, 0, 1, 20001, 777, 16384, 4097, 31000};
+  const std::vector<int32_t> eight = {4096, 0, 1, 2000, 777, 4095, 64, 3333};
+  add(DType::f16, 128, 1, 32768, 64, true, cell, true);  // the cell
+  add(DType::bf16, 128, 1, 4096, 256, false, eight, true);
+  add(DType::f16, 128, 4, 4096, 64, true, eight, true);   // 16 rows, causal
+  add(DType::f16, 64, 1, 4096, 128, true, eight, true);   // 128-key tiles
+  add(DType::bf16, 64, 1, 4096, 64, true, eight, false);  // 64-key tiles: 6 splits, combined
+  add(DType::f16, 96, 1, 4096, 64, true, eight, true);
+  add(DType::bf16, 192, 1, 4096, 64, true, eight, true);
+  add(DType::f16, 128, 1, 4096, 16, true, eight, true);   // runs: the table itself
+  add(DType::f16, 128, 1, 4096, 0, true, eight, true);    // contiguous: no table
+  add(DType::f16, 128, 1, 32768, 64, true, {30000}, false);       // 15 splits: combine kernel
+  add(DType::bf16, 128, 16, 4096, 64, true, {4096, 3000}, false);  // 64 rows: wgmma, TMA
+  add(DType::f16, 128, 1, 131136, 64, true, {131136, 0, 1, 300, 777, 4097, 64, 65}, true);
+  const int sms = sm_count();
+  fl::CublasHandle cublas;
+  for (const Call& call : calls) {
+    const CacheCase& c = call.c;
+    SCOPED_TRACE(c.describe());
+    std::cout << c.describe() << std::endl;
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k73, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k74, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+    if (sms >= 128 && sms <= 133 && call.cluster) {
+      EXPECT_EQ(b.workspace_bytes, 0) << "two splits merged in a cluster";
+    }
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+    EXPECT_EQ(check_run(c, b, references(*k74, c, h, cublas)), "");
+  }
+}
+
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
   // Lengths all equal to the capacity, on the contiguous cache and through a table of pages in
   // order (and shuffled), write what the plain call writes, bit for bit.
