@@ -4,10 +4,11 @@
 //            tile's page from the block table in global memory just before its copies, and
 //            every thread waits for that load: where it misses the L1 (once for each 32-byte
 //            sector of the table a block reads) the computing warps stall. On an H200, one
-//            query row, B = 8, 32768 keys, shuffled pages of 64: 0.949 of the contiguous cache
+//            query row, B = 8, 32768 keys, shuffled pages of 64: 0.945-0.950 of the contiguous
+//            cache
 // changes:   a cluster launch of one-row blocks (2-8 splits) copies its split's entries of the
-//            table into shared memory before the first copy, all threads at once (one trip to
-//            the L2 for the whole split), and its tiles' copies read their page from there;
+//            table into shared memory before the first copy, all threads at once (a round trip
+//            or two to the L2 for the whole split), and its tiles' copies read their page there;
 //            at most kTableSlots entries (4 KiB past the cluster's mbarrier), else the table
 //            in global memory as before. Every other launch, rung 73's code
 // expect:    those paged calls at the contiguous cache's speed; every call rung 73's bits
@@ -46,7 +47,7 @@
 // Rung 72: the wgmma instances keep one mbarrier a stage past the cluster's (tma_bar), 8 bytes
 // each, which counts the bytes of the stage's TMA copies.
 // Rung 74: the key-warp instances' cluster launches keep, past the cluster's mbarrier,
-//   sTable [kTableSlots]         the split's entries of the block table, int32 (table_slots)
+//   sTable [kTableSlots]         the split's entries of the block table, int32
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -677,8 +678,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   // Rung 74: a cluster launch of key warps whose tiles lie in one page copies the entries its
   // tiles will read, [cur_index, last_index], into sTable: thread i entries i, i + 128, .. (at
-  // most kTableSlots / 128 each, all issued before the first is used: one trip to the L2 for
-  // the split), then a block barrier. From then on `table` points there (a generic pointer into
+  // most kTableSlots / 128 each, unrolled so that their loads fly together: sm_90a issues five
+  // before the first store, so a split of up to 256 entries takes one trip to the L2, a longer
+  // one two), then a block barrier. From then on `table` points there (a generic pointer into
   // shared memory, shifted so that table[cur_index] is the split's first entry), and
   // issue_tile's lookups, unchanged, find their page in shared memory instead of waiting on
   // the L1 and the L2. Rung 73 loaded the entry from global memory in each tile's copies, and
@@ -1251,8 +1253,10 @@ bool runs_clusters(Kernel kernel, int smem) {
 
 // Rung 72: the shared memory of a cluster launch: the block's, and the cluster's mbarrier past
 // the K/V ring (the wgmma instances' block_smem holds it already). Rung 74: and the key warps'
-// table entries past the mbarrier (a cluster launch runs one block an SM: 4 KiB more costs no
-// block).
+// table entries past the mbarrier. A call takes the cluster launch only where all its clusters
+// run at once one block an SM (rung 61), so the 4 KiB cost it no block it counted; they do leave
+// no room for a second block on an SM where rung 73's left it (d = 128: 112 KiB fit twice, 116
+// KiB do not; d = 64's 64-key tiles: three fit, now two).
 template <int kHeadDim, int kBc, bool kKeyWarps>
 constexpr int cluster_smem() {
   return std::max(block_smem<kHeadDim, kBc, kKeyWarps>(), smem_bytes<kHeadDim, kBc>() + kBarBytes +
