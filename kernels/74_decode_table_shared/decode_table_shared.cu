@@ -640,7 +640,6 @@ __global__ void __launch_bounds__(kThreads)
   // The sequence's row of the block table (null: no table).
   const int32_t* table =
       p.block_table == nullptr ? nullptr : p.block_table + b * p.block_table_stride;
-  int table_base = 0;  // rung 74: with the entries in sTable, table[i] is sTable[i - table_base]
   const int page_size = static_cast<int>(p.page_size);
   // K_j and V_j into stage j % kStages, by the copying threads, the padding warps' too (RowCopy:
   // all 128 at d = 64 and 128, 96 at d = 96, 120 at d = 192 but in runs across pages, which take
@@ -695,8 +694,7 @@ __global__ void __launch_bounds__(kThreads)
           const int i = threadIdx.x + k * kThreads;
           if (i <= last_index - cur_index) st[i] = table[cur_index + i];
         }
-        table_base = cur_index;
-        table = st - table_base;
+        table = st - cur_index;  // table[cur_index] is sTable[0]
       }
     }
     __syncthreads();
