@@ -73,6 +73,7 @@
 #include "kernels/68_decode_copy_steps/row_copy.h"
 #include "kernels/69_decode_rows_two/splits.h"
 #include "kernels/73_decode_rows_unsplit/splits.h"
+#include "kernels/75_decode_table_alone/splits.h"
 
 namespace {
 
@@ -99,6 +100,7 @@ namespace split67 = fl::k67_decode_d96_one_wave;     // rung 67: short d = 96 ca
 namespace copy68 = fl::k68_decode_copy_steps;    // rung 68: copies of eight whole rows
 namespace split69 = fl::k69_decode_rows_two;      // rung 69: two slots for blocks of many rows
 namespace split73 = fl::k73_decode_rows_unsplit;  // rung 73: one split past the SMs
+namespace split75 = fl::k75_decode_table_alone;   // rung 75: room for the block table
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -1192,6 +1194,28 @@ TEST(DecodeRules, SplitWorkspaceSize) {
   EXPECT_EQ(split::split_workspace_bytes(15, 1, 32, 1, 128), 245760 + 2048);
   // An O part that is not a multiple of 256 (made-up d = 8): 3 x 8 x 4 = 96 -> 256.
   EXPECT_EQ(split::lse_part_offset(3, 1, 1, 1, 8), 256);
+}
+
+TEST(DecodeRules, Rung75AsksTheTablesRoomOnlyWhereABlockRunsAlone) {
+  // An H200's SMs: 228 KiB of shared memory each, so rung 62's launch of one block an SM asks
+  // 115 KiB (half and 1 KiB). Rung 75 gives a launch of one-row blocks (key warps) that runs one
+  // block an SM the room for its split's block-table entries: the ring, the cluster's 16-byte
+  // mbarrier and 4 KiB. d = 128: 112 KiB of tiles (Q and the K/V ring); d = 192: 168 KiB.
+  constexpr int kKiB = 1024, kAlone = 115 * kKiB;
+  constexpr int k128 = 112 * kKiB, k192 = 168 * kKiB, kRoom = 16 + 4 * kKiB;
+  // The launches of one block an SM: rung 62's split launch at d = 128 (115 KiB) and every
+  // launch at d = 192 (its ring alone is more than half an SM) take the table's room.
+  EXPECT_EQ(split75::with_table(kAlone, k128 + kRoom, kAlone, true), k128 + kRoom);
+  EXPECT_EQ(split75::with_table(k192, k192 + kRoom, kAlone, true), k192 + kRoom);
+  // Two blocks an SM (d = 128 at its own size, d = 96's 108 KiB) keep their size: 116 KiB would
+  // leave no room for the second block.
+  EXPECT_EQ(split75::with_table(k128, k128 + kRoom, kAlone, true), k128);
+  EXPECT_EQ(split75::with_table(108 * kKiB, 108 * kKiB + kRoom, kAlone, true), 108 * kKiB);
+  // Blocks of more rows (no key warps, no table), no device figure (alone = 0), and a launch
+  // already past the table's end keep theirs.
+  EXPECT_EQ(split75::with_table(kAlone, k128 + kRoom, kAlone, false), kAlone);
+  EXPECT_EQ(split75::with_table(k192, k192 + kRoom, 0, true), k192);
+  EXPECT_EQ(split75::with_table(200 * kKiB, k128 + kRoom, kAlone, true), 200 * kKiB);
 }
 
 // A decode call's params with no workspace (placeholder_params gives one as large as any).

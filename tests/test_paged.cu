@@ -2043,6 +2043,74 @@ TEST(PagedSame, Rung74IsRung73BitForBit) {
   }
 }
 
+TEST(PagedSame, Rung75IsRung74BitForBit) {
+  // Rung 75 gives the launches of one-row blocks (key warps) that run one block an SM, split
+  // launches merged by the combine kernel and unsplit ones, the room for the split's block-table
+  // entries, and their blocks copy them into shared memory as rung 74's cluster launches do. The
+  // same pages, the same tiles, the same math: every call writes rung 74's bits, with rung 74's
+  // workspace. GQA 32/8, on 128-133 SMs: B = 1 and 4 with 32768 keys at d = 128 (15 and 4
+  // splits through the combine kernel: more than 8, and 32 clusters of four, which do not all
+  // fit one block an SM; launched alone, so with the table's room), the same with 16 rows causal
+  // and with pages of 256 in order; d = 192 (every launch alone): B = 1 split, B = 16 unsplit;
+  // d = 64's 128-key tiles split alone (65536 keys: 1 MiB a split); then the calls that keep
+  // the table or have none: B = 1 with 8192 keys (short chunks, two blocks an SM), d = 96
+  // (small tiles), pages of 16 (runs), the contiguous cache (the barrier alone), and the
+  // cluster cell of rung 74.
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k74 = forward_rung(74);
+  const fl::KernelInfo* k75 = forward_rung(75);
+  if (k74 == nullptr || k75 == nullptr) GTEST_SKIP() << "rungs 74 and 75 are not both built";
+  if (compute_major() != 9) GTEST_SKIP() << "rungs 74 and 75 (wgmma, TMA) run on 9.0";
+  struct Call {
+    CacheCase c;
+    bool combine;  // on 128-133 SMs: split and merged by the combine kernel (a workspace)
+  };
+  std::vector<Call> calls;
+  auto add = [&](fl::DType t, int64_t d, int64_t nq, int64_t capacity, int64_t page,
+                 bool shuffle, std::vector<int32_t> lengths, bool combine) {
+    calls.push_back({cache_case(t, d, 8, nq, capacity, page, shuffle, std::move(lengths),
+                                780 + calls.size()),
+                     combine});
+  };
+  using fl::DType;
+  const std::vector<int32_t> four = {32768, 9000, 1, 20001};
+  const std::vector<int32_t> sixteen = {4096, 0,  1,   2000, 777, 4095, 64, 3333,
+                                        4000, 65, 129, 3,    1024, 17,  999, 4096};
+  add(DType::f16, 128, 1, 32768, 64, true, {30000}, true);  // B = 1: 15 splits, alone
+  add(DType::f16, 128, 1, 32768, 64, true, four, true);     // B = 4: 32 clusters of four
+  add(DType::bf16, 128, 4, 32768, 64, true, four, true);    // 16 rows, causal
+  add(DType::f16, 128, 1, 32768, 256, false, four, true);   // pages of 256 in order
+  add(DType::bf16, 192, 1, 32768, 64, true, {32768}, true);  // d = 192: alone by its size
+  add(DType::f16, 192, 1, 4096, 64, true, sixteen, false);  // B = 16: one split, alone
+  add(DType::f16, 64, 1, 65536, 128, true, {60000}, true);  // 128-key tiles, alone
+  add(DType::f16, 128, 1, 8192, 64, true, {8000}, true);    // short chunks: the table
+  add(DType::f16, 96, 1, 32768, 64, true, {30000}, true);   // small tiles: the table
+  add(DType::f16, 128, 1, 32768, 16, true, four, true);     // runs: the table itself
+  add(DType::f16, 128, 1, 32768, 0, true, four, true);      // contiguous: no table
+  add(DType::f16, 128, 1, 32768, 64, true, {32768, 0, 1, 20001, 777, 16384, 4097, 31000},
+      false);                                               // rung 74's cluster cell
+  const int sms = sm_count();
+  fl::CublasHandle cublas;
+  for (const Call& call : calls) {
+    const CacheCase& c = call.c;
+    SCOPED_TRACE(c.describe());
+    std::cout << c.describe() << std::endl;
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k74, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k75, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+    if (sms >= 128 && sms <= 133) {
+      EXPECT_EQ(b.workspace_bytes > 0, call.combine) << "split and merged by the combine kernel";
+    }
+    EXPECT_EQ(bitwise_differences(a, b), 0);
+    EXPECT_EQ(check_run(c, b, references(*k75, c, h, cublas)), "");
+  }
+}
+
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
   // Lengths all equal to the capacity, on the contiguous cache and through a table of pages in
   // order (and shuffled), write what the plain call writes, bit for bit.

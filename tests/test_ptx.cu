@@ -28,6 +28,7 @@
 #include "common/ptx/fragment.cuh"
 #include "common/ptx/ldmatrix.cuh"
 #include "common/ptx/mma.cuh"
+#include "common/ptx/smem.cuh"
 #include "common/ptx/swizzle.cuh"
 
 namespace {
@@ -611,6 +612,32 @@ TEST(CpAsync, WaitGroupCompletesOlderGroupsFirst) {
   for (size_t i = 0; i < srcB.size(); ++i) wrongB += seenB[i] != srcB[i];
   EXPECT_EQ(wrongA, 0) << "bytes of group 0 not yet in shared memory after wait_group<1>";
   EXPECT_EQ(wrongB, 0) << "bytes of group 1 not yet in shared memory after wait_group<0>";
+}
+
+// ---------------------------------------------------------------------------------------------
+// %dynamic_smem_size: the dynamic shared memory of the launch, the same in every block.
+// ---------------------------------------------------------------------------------------------
+
+__global__ void dynamic_smem_kernel(uint32_t* out) {
+  extern __shared__ uint8_t sDyn[];
+  sDyn[threadIdx.x] = 1;  // the memory is there
+  if (threadIdx.x == 0) out[blockIdx.x] = fl::ptx::dynamic_smem_size();
+}
+
+TEST(DynamicSmem, EveryBlockReadsItsLaunchsSize) {
+  REQUIRE_GPU();
+  // 0 bytes would leave sDyn without room for its stores: the smallest launch asks 32.
+  const uint32_t sizes[] = {32, 1000, 48 * 1024, 100 * 1024 + 16};
+  FL_CUDA_CHECK(cudaFuncSetAttribute(dynamic_smem_kernel,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, 100 * 1024 + 16));
+  for (uint32_t size : sizes) {
+    fl::DeviceBuffer dOut(3 * sizeof(uint32_t));
+    FL_CUDA_CHECK(cudaMemset(dOut.get(), 0xFF, dOut.bytes()));
+    dynamic_smem_kernel<<<3, 32, size>>>(dOut.as<uint32_t>());
+    sync_and_check();
+    const std::vector<uint32_t> out = to_host<uint32_t>(dOut);
+    for (int b = 0; b < 3; ++b) EXPECT_EQ(out[b], size) << "block " << b;
+  }
 }
 
 }  // namespace
