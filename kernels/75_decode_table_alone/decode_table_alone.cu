@@ -311,6 +311,7 @@ constexpr int cluster_bytes() {
 constexpr int kBarBytes = 16;
 // Rung 74: the block-table entries a cluster launch of key warps holds in shared memory (4 KiB:
 // a split of up to 65536 keys in pages of 64); a split that needs more reads the table as before.
+// Rung 75: so does a launch of key warps that runs one block an SM (table_smem, launch_typed).
 constexpr int kTableSlots = 1024;
 
 // Rung 72: the shared memory a block asks: the wgmma instances add, past the cluster's mbarrier,
