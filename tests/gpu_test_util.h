@@ -29,7 +29,7 @@ namespace fl::test {
 
 // The last of `ks` (a track's rungs, lowest first) whose code runs on this device, as the
 // registry judges it (why_not_this_device; without a device, the last); null if none. "best"
-// takes it for a call all of them take: rung 75 (sm_90a) on an H100 or H200, 69 on an A100.
+// takes it for a call all of them take: rung 76 (sm_90a) on an H100 or H200, 69 on an A100.
 inline const KernelInfo* last_on_this_device(const std::vector<const KernelInfo*>& ks) {
   for (auto it = ks.rbegin(); it != ks.rend(); ++it) {
     if (why_not_this_device(**it).empty()) return *it;

@@ -74,6 +74,7 @@
 #include "kernels/69_decode_rows_two/splits.h"
 #include "kernels/73_decode_rows_unsplit/splits.h"
 #include "kernels/75_decode_table_alone/splits.h"
+#include "kernels/76_decode_ragged_balance/splits.h"
 
 namespace {
 
@@ -101,6 +102,7 @@ namespace copy68 = fl::k68_decode_copy_steps;    // rung 68: copies of eight who
 namespace split69 = fl::k69_decode_rows_two;      // rung 69: two slots for blocks of many rows
 namespace split73 = fl::k73_decode_rows_unsplit;  // rung 73: one split past the SMs
 namespace split75 = fl::k75_decode_table_alone;   // rung 75: room for the block table
+namespace split76 = fl::k76_decode_ragged_balance;  // rung 76: the deal of a ragged batch
 
 // The serving rungs from the list of forward rungs (the list lives in the kernels' library:
 // reading it here is what links that library's objects into this test).
@@ -1216,6 +1218,101 @@ TEST(DecodeRules, Rung75AsksTheTablesRoomOnlyWhereABlockRunsAlone) {
   EXPECT_EQ(split75::with_table(kAlone, k128 + kRoom, kAlone, false), kAlone);
   EXPECT_EQ(split75::with_table(k192, k192 + kRoom, 0, true), k192);
   EXPECT_EQ(split75::with_table(200 * kKiB, k128 + kRoom, kAlone, true), 200 * kKiB);
+}
+
+TEST(DecodeRules, Rung76DealsARaggedBatchEvenly) {
+  // Rung 76's deal, block by block as the kernel walks it: a KV head's sequences end to end, U
+  // tiles; block j (of S x B) takes tiles [j c, (j + 1) c) of them, the sequences whose tiles lie
+  // there one after the other; a sequence in one block is whole (it writes O), one across
+  // blocks writes a partial from each, in slot deal_slot (first block) or 2 j (the next ones).
+  struct Result {
+    int64_t chunk = 0, most_block = 0, slots_used = 0;
+    bool covered = true, slots_unique = true, spans_ok = true;
+  };
+  auto deal = [](const std::vector<int>& tiles, int splits) {
+    const int64_t blocks = int64_t{splits} * static_cast<int64_t>(tiles.size());
+    int64_t total = 0, most = 0;
+    for (int t : tiles) total += t, most = std::max<int64_t>(most, t);
+    Result r;
+    r.chunk = split76::deal_chunk(total, most, blocks);
+    std::vector<int> seen(static_cast<size_t>(total), 0);
+    std::vector<int> slot_writes(static_cast<size_t>(2 * blocks), 0);
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t lo = j * r.chunk, hi = std::min(lo + r.chunk, total);
+      r.most_block = std::max(r.most_block, std::max<int64_t>(0, hi - lo));
+      int64_t before = 0;
+      for (int t : tiles) {
+        const int64_t first = std::max(lo, before), end = std::min(hi, before + t);
+        if (first < end) {
+          for (int64_t x = first; x < end; ++x) ++seen[static_cast<size_t>(x)];
+          const split76::DealSpan span = split76::deal_span(before, t, r.chunk);
+          const bool whole = before >= lo && before + t <= hi;
+          if (whole != (span.first == span.last)) r.spans_ok = false;
+          if (span.first > j || span.last < j) r.spans_ok = false;
+          if (!whole) {
+            const int64_t slot = j == span.first ? split76::deal_slot(j, before, r.chunk) : 2 * j;
+            if (slot != split76::deal_slot(j, before, r.chunk)) r.spans_ok = false;
+            if (slot < 0 || slot >= 2 * blocks || slot / 2 != j) r.slots_unique = false;
+            else if (slot_writes[static_cast<size_t>(slot)]++ > 0) r.slots_unique = false;
+            if (span.last - span.first + 1 > split76::kMaxSplits) r.spans_ok = false;
+          }
+        }
+        before += t;
+      }
+    }
+    for (int n : seen) r.covered = r.covered && n == 1;
+    for (int n : slot_writes) r.slots_used += n;
+    return r;
+  };
+  // GQA 32/8 at B = 8 with 32768 keys (512 tiles of 64) takes 2 splits: 16 blocks a KV head. With
+  // lengths as paged_bench draws them, rung 57 gives the longest's two blocks 256 tiles each,
+  // the deal every block ceil(1645 / 16) = 103.
+  const Result ragged = deal({512, 0, 1, 313, 13, 256, 65, 485}, 2);
+  EXPECT_EQ(ragged.chunk, 103);
+  EXPECT_EQ(ragged.most_block, 103);
+  EXPECT_TRUE(ragged.covered);
+  EXPECT_TRUE(ragged.slots_unique);
+  EXPECT_TRUE(ragged.spans_ok);
+  EXPECT_GT(ragged.slots_used, 0);
+  // Every sequence at the capacity: rung 57's cut, every sequence whole in no block.
+  const Result equal = deal(std::vector<int>(8, 512), 2);
+  EXPECT_EQ(equal.chunk, 256);
+  EXPECT_TRUE(equal.covered && equal.slots_unique && equal.spans_ok);
+  // One sequence holds every key: 16 blocks of 32 tiles; none at all: no tile, chunk 1.
+  EXPECT_EQ(deal({0, 0, 0, 512, 0, 0, 0, 0}, 2).chunk, 32);
+  EXPECT_EQ(deal({0, 0, 0, 0}, 4).chunk, 1);
+  // Many short sequences: blocks of 8 tiles hold several whole ones, and the rest are cut.
+  const Result shorts = deal({64, 0, 1, 32, 13, 64, 1, 53, 63, 2, 3, 1, 16, 1, 16, 64}, 4);
+  EXPECT_EQ(shorts.chunk, (394 + 63) / 64);
+  EXPECT_TRUE(shorts.covered && shorts.slots_unique && shorts.spans_ok);
+  // A sequence lies in at most kMaxSplits blocks, what the combine reads: B = 64 with 4 splits
+  // (256 blocks) and one sequence of 16384 tiles take chunks of 130, 127 blocks.
+  std::vector<int> lone(64, 0);
+  lone[17] = 16384;
+  const Result capped = deal(lone, 4);
+  EXPECT_EQ(capped.chunk, (16384 + 126) / 127);
+  EXPECT_TRUE(capped.covered && capped.slots_unique && capped.spans_ok);
+  // Odd counts.
+  for (int splits : {2, 3, 5, 8, 15}) {
+    std::vector<int> tiles;
+    for (int i = 0; i < 11; ++i) tiles.push_back((i * 7919 + splits * 131) % 700);
+    const Result r = deal(tiles, splits);
+    EXPECT_TRUE(r.covered && r.slots_unique && r.spans_ok) << splits << " splits";
+  }
+  // Which calls deal: cache lengths for four sequences or more, more than one split, splits of
+  // 4 MiB or more (d = 128: 128 tiles of 64 keys), a split grid of one wave (132 SMs, one block
+  // each): GQA 32/8 at B = 8 and 4 with 32768 keys (two and four splits), not with 8192 keys,
+  // not at B = 2, not without lengths, not 16 query rows at B = 20 (3 splits, 480 blocks two an
+  // SM).
+  constexpr int64_t kMiB = 1024 * 1024;
+  EXPECT_TRUE(split76::deals(true, 8, 2, 8 * kMiB, 128, 132));
+  EXPECT_TRUE(split76::deals(true, 4, 4, 4 * kMiB, 128, 132));
+  EXPECT_FALSE(split76::deals(true, 4, 4, 1 * kMiB, 128, 132));
+  EXPECT_FALSE(split76::deals(true, 8, 2, 2 * kMiB, 128, 132));
+  EXPECT_FALSE(split76::deals(true, 2, 8, 4 * kMiB, 128, 132));
+  EXPECT_FALSE(split76::deals(false, 8, 2, 8 * kMiB, 128, 132));
+  EXPECT_FALSE(split76::deals(true, 8, 1, 16 * kMiB, 64, 132));
+  EXPECT_FALSE(split76::deals(true, 20, 3, 11 * kMiB / 2, 480, 264));
 }
 
 // A decode call's params with no workspace (placeholder_params gives one as large as any).

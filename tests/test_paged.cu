@@ -2111,6 +2111,87 @@ TEST(PagedSame, Rung75IsRung74BitForBit) {
   }
 }
 
+TEST(PagedSame, Rung76DealsRaggedBatchesRightAndLeavesTheRestAsRung75) {
+  // Rung 76 deals a KV head's tiles evenly to its blocks where the call passes cache lengths for
+  // four sequences or more and splits into chunks of 4 MiB or more, in one wave (splits.h,
+  // deals): a block computes the pieces of the sequences its tiles hold one after the other. A dealt call sums other pieces than rung 75's, so it is checked against the
+  // reference, with the workspace poisoned (NaN) before each run: a slot the combine reads and
+  // no block wrote shows in O. Every other call writes rung 75's bits. On 128-133 SMs, GQA 32/8
+  // (d = 128 unless said), dealt: rung 74's cluster cell (B = 8, 32768 keys, two splits of 8 MiB:
+  // a workspace where rung 75 had none), the same contiguous, one sequence holding every key (16
+  // blocks), B = 4 (the combine kernel in rung 75 too), with four query rows causal, through
+  // pages of 16 (runs), at d = 64's 128-key tiles and at d = 192; many short sequences, several
+  // in a block (GQA 32/2: one row is 16; and four rows, 64: the wgmma blocks, whose TMA barriers
+  // count on across a block's pieces); 64 rows at B = 4; a batch of no key (no block has a
+  // tile: the combine writes O = 0 and LSE = -inf, rung 75's bits). Not dealt: one sequence, the
+  // B = 4 call without lengths, and B = 8 with 2048 keys (two splits of 512 KiB).
+  FL_REQUIRE_GPU();
+  const fl::KernelInfo* k75 = forward_rung(75);
+  const fl::KernelInfo* k76 = forward_rung(76);
+  if (k75 == nullptr || k76 == nullptr) GTEST_SKIP() << "rungs 75 and 76 are not both built";
+  if (compute_major() != 9) GTEST_SKIP() << "rungs 75 and 76 (wgmma, TMA) run on 9.0";
+  struct Call {
+    CacheCase c;
+    bool dealt;  // on 128-133 SMs
+  };
+  std::vector<Call> calls;
+  auto add = [&](fl::DType t, int64_t d, int64_t hkv, int64_t nq, int64_t capacity, int64_t page,
+                 std::vector<int32_t> lengths, bool dealt) {
+    calls.push_back({cache_case(t, d, hkv, nq, capacity, page, true, std::move(lengths),
+                                840 + calls.size()),
+                     dealt});
+  };
+  using fl::DType;
+  const std::vector<int32_t> eight = {32768, 0, 1, 20001, 777, 16384, 4097, 31000};
+  const std::vector<int32_t> four = {32768, 9000, 1, 20001};
+  const std::vector<int32_t> sixteen = {4096, 0,  1,   2000, 777, 4095, 64, 3333,
+                                        4000, 65, 129, 3,    1024, 17,  999, 4096};
+  add(DType::f16, 128, 8, 1, 32768, 64, eight, true);                     // rung 74's cluster cell
+  add(DType::bf16, 128, 8, 1, 32768, 0, eight, true);                     // contiguous
+  add(DType::f16, 128, 8, 1, 32768, 64, {0, 0, 0, 32768, 0, 0, 0, 0}, true);  // one holds all
+  add(DType::f16, 128, 8, 1, 32768, 64, four, true);                      // B = 4
+  add(DType::bf16, 128, 8, 4, 32768, 64, four, true);                     // 16 rows, causal
+  add(DType::f16, 128, 8, 1, 32768, 16, four, true);                      // pages of 16: runs
+  add(DType::f16, 64, 8, 1, 65536, 128, {60000, 3000, 0, 65536}, true);   // 128-key tiles
+  add(DType::f16, 192, 8, 1, 32768, 64, four, true);                      // d = 192
+  add(DType::f16, 128, 2, 1, 32768, 64, sixteen, true);                   // short ones, 16 rows
+  add(DType::bf16, 128, 2, 4, 65536, 64, sixteen, true);                  // 64 rows: wgmma
+  add(DType::f16, 96, 8, 16, 131072, 0, four, true);                      // 64 rows at d = 96
+  add(DType::f16, 128, 8, 1, 32768, 64, {30000}, false);                  // one sequence
+  add(DType::f16, 128, 8, 1, 32768, 64, {0, 0, 0, 0, 0, 0, 0, 0}, true);  // no key at all
+  add(DType::f16, 128, 8, 1, 2048, 64, {2048, 0, 1, 2001, 777, 1638, 95, 1100}, false);
+  calls.push_back({cache_case(DType::f16, 128, 8, 1, 32768, 0, true, four, 860), false});
+  calls.back().c.with_lengths = false;  // the B = 4 call without lengths: rung 57's cut
+  const int sms = sm_count();
+  fl::CublasHandle cublas;
+  for (const Call& call : calls) {
+    const CacheCase& c = call.c;
+    SCOPED_TRACE(c.describe());
+    std::cout << c.describe() << std::endl;
+    const HostData h = make_host_data(c);
+    const RunResult a = run_case(*k75, c, h);
+    SKIP_ON_SHARED_MEMORY(a);
+    const RunResult b = run_case(*k76, c, h);
+    ASSERT_EQ(a.refused, "");
+    ASSERT_EQ(b.refused, "");
+    EXPECT_EQ(a.run_diffs + b.run_diffs, 0);
+    bool any_key = false;
+    for (int64_t i = 0; i < c.batch(); ++i) any_key = any_key || c.keys(i) > 0;
+    if (any_key) {
+      EXPECT_EQ(check_run(c, b, references(*k76, c, h, cublas)), "");
+    } else {
+      EXPECT_EQ(bitwise_differences(a, b), 0) << "no key: O = 0 and LSE = -inf, as rung 75's";
+    }
+    if (sms < 128 || sms > 133) continue;
+    if (call.dealt) {
+      EXPECT_GT(b.workspace_bytes, 0) << "dealt: the partials in the workspace";
+    } else {
+      EXPECT_EQ(b.workspace_bytes, a.workspace_bytes);
+      EXPECT_EQ(bitwise_differences(a, b), 0);
+    }
+  }
+}
+
 TEST(PagedSame, LengthsAtTheCapacityAndPagesInOrderChangeNothing) {
   // Lengths all equal to the capacity, on the contiguous cache and through a table of pages in
   // order (and shuffled), write what the plain call writes, bit for bit.

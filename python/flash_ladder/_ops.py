@@ -457,7 +457,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     causal: bottom-right per sequence (query i of sequence b sees key j iff
     j <= i + n_b - Nq, n_b = cache_seqlens[b], or cache_seqlens[b] + N_new when k and v are
     given: the new tokens are the last of the sequence). softmax_scale:
-    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 75
+    None for 1/sqrt(d). kernel: "best" (the highest-numbered rung that takes the call: rung 76
     for a call with cache_seqlens or block_table on compute capability 9.0, rung 69 before it)
     or a rung number.
 

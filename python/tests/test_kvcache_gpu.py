@@ -135,7 +135,7 @@ class KvCacheGpuTestCase(unittest.TestCase):
 
     def cache_rung(self, params):
         """The highest rung with a K/V cache (39 on) that takes `params` on this device, judged as
-        "best" judges (the workspace the caller's to size): rung 75 on compute capability 9.0,
+        "best" judges (the workspace the caller's to size): rung 76 on compute capability 9.0,
         rung 69 before it."""
         sized = type(params).from_buffer_copy(params)
         sized.workspace = 256  # never read
