@@ -1585,21 +1585,14 @@ KvMaps kv_maps(const AttnParams& p) {
 // The launch of instance (d, kBc, kKeyWarps), which with_instance picks.
 template <typename T, int kHeadDim, int kBc, bool kKeyWarps>
 void launch_typed(const AttnParams& p, cudaStream_t stream) {
-  constexpr int kSmem = block_smem<kHeadDim, kBc, kKeyWarps>();
   static_assert(cluster_bytes<kHeadDim>() <= smem_bytes<kHeadDim, kBc>(),
                 "merge_key_warps' and the cluster's buffers");
   const KvMaps maps = kv_maps<kHeadDim, kBc, kKeyWarps>(p);
   auto kernel = decode_kernel<T, kHeadDim, kBc, kKeyWarps, false>;
   const Plan plan = plan_for<T, kHeadDim, kBc, kKeyWarps>(p);
   const int splits = plan.splits;
-  // Rung 62: a split grid of big tiles and long chunks asks more than half an SM, so that it runs
-  // the waves of one block an SM that the rule counted (splits.h); one split, or the cluster, as
-  // before.
-  // Rung 69: never where a block of many rows took the two-slot count (rung 73: a grid of one
-  // split takes the plain launch below, at the kernel's own size, either way).
-  // Rung 75: a launch of key warps that runs one block an SM asks the table's room too
-  // (with_table, splits.h), which costs it no block; the kernel copies the table where it has it.
-  // Rung 76: both sizes from plan_for.
+  // The launches' shared memory (rungs 62, 69 and 75): plan_for's, which says why; the cluster's
+  // below, as before.
   const int plain_smem = plan.plain_smem, split_smem = plan.split_smem;
   FL_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      std::max(plain_smem, split_smem)));
